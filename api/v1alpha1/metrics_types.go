@@ -1,0 +1,72 @@
+package v1alpha1
+
+// LatencySummary summarises wakeup latencies in microseconds: from the moment
+// a task should run (timer expiry, its partner's wake-up) to the moment it runs.
+type LatencySummary struct {
+	// +optional
+	P50 float64 `json:"p50"`
+	// +optional
+	P90 float64 `json:"p90"`
+	// +optional
+	P99 float64 `json:"p99"`
+	// +optional
+	P999 float64 `json:"p999"`
+	// +optional
+	Max float64 `json:"max"`
+	// +optional
+	Mean float64 `json:"mean"`
+	// +optional
+	Count int64 `json:"count"`
+}
+
+// ContextSwitches are context switches per second.
+type ContextSwitches struct {
+	// voluntary switches: the task blocked or slept.
+	// +optional
+	Voluntary float64 `json:"voluntary"`
+	// involuntary switches: the task was preempted.
+	// +optional
+	Involuntary float64 `json:"involuntary"`
+}
+
+// Metrics is the one vocabulary of the agent, the simulator, the status and
+// the CLI. Units are fixed; fields that do not apply to a group's pattern are
+// left out.
+type Metrics struct {
+	// cpu is the CPUs the group consumed on average over the window
+	// (1.0 = one whole CPU), summed over all its tasks.
+	// +optional
+	CPU float64 `json:"cpu"`
+	// cpuPerTask is cpu divided by the group's replicas × tasks.
+	// +optional
+	CPUPerTask float64 `json:"cpuPerTask"`
+	// share is the group's fraction of all the workload's CPU time.
+	// +optional
+	Share float64 `json:"share"`
+	// wakeupLatencyUs summarises the group's wakeup latencies.
+	// +optional
+	WakeupLatencyUs *LatencySummary `json:"wakeupLatencyUs,omitempty"`
+	// ctxSwitchesPerSec over all the group's tasks.
+	// +optional
+	CtxSwitchesPerSec *ContextSwitches `json:"ctxSwitchesPerSec,omitempty"`
+	// deadlineMissRatio is the fraction of periods whose run did not finish
+	// within the period (Periodic only).
+	// +optional
+	DeadlineMissRatio *float64 `json:"deadlineMissRatio,omitempty"`
+	// opsPerSec: PingPong round trips, Burst jobs, Periodic frames or probe
+	// wake-ups per second, over the group.
+	// +optional
+	OpsPerSec *float64 `json:"opsPerSec,omitempty"`
+}
+
+// MeasuredMetrics are means over n samples (nodes × repetitions), with their
+// standard deviations.
+type MeasuredMetrics struct {
+	Metrics `json:",inline"`
+	// n is the number of samples behind the means.
+	// +optional
+	N int32 `json:"n"`
+	// stddev of each metric over the samples.
+	// +optional
+	Stddev *Metrics `json:"stddev,omitempty"`
+}

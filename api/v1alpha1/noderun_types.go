@@ -1,0 +1,218 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// NodeRunSpec names the experiment and node a NodeRun belongs to. The
+// controller writes it; the agent only reads it.
+type NodeRunSpec struct {
+	// experimentName is the SchedExperiment this run is part of.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	ExperimentName string `json:"experimentName"`
+
+	// experimentGeneration is the spec generation the agent must run.
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	ExperimentGeneration int64 `json:"experimentGeneration"`
+
+	// nodeName is the node the run is on.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	NodeName string `json:"nodeName"`
+}
+
+// KnobCapability says whether a node has a knob and can change it.
+type KnobCapability struct {
+	// name of the knob in the catalogue (autogroup, baseSlice, …).
+	Name string `json:"name"`
+	// path of the file on the node.
+	// +optional
+	Path string `json:"path,omitempty"`
+	// +optional
+	Exists bool `json:"exists,omitempty"`
+	// +optional
+	Readable bool `json:"readable,omitempty"`
+	// +optional
+	Writable bool `json:"writable,omitempty"`
+	// value read, if readable.
+	// +optional
+	Value string `json:"value,omitempty"`
+	// reason the knob cannot be used, e.g. "locked down".
+	// +optional
+	Reason string `json:"reason,omitempty"`
+}
+
+// NodeCapabilities describe a node as the agent found it.
+type NodeCapabilities struct {
+	// cpus online.
+	// +optional
+	CPUs int32 `json:"cpus,omitempty"`
+	// allowedCPUs is the agent's CPU affinity, as a CPU list ("0-7").
+	// +optional
+	AllowedCPUs string `json:"allowedCPUs,omitempty"`
+	// kernelVersion, as uname -r prints it.
+	// +optional
+	KernelVersion string `json:"kernelVersion,omitempty"`
+	// scheduler family of the kernel.
+	// +optional
+	Scheduler SchedulerFamily `json:"scheduler,omitempty"`
+	// hz of the tick, 0 when unknown.
+	// +optional
+	HZ int32 `json:"hz,omitempty"`
+	// preempt model, empty when unknown.
+	// +optional
+	Preempt PreemptModel `json:"preempt,omitempty"`
+	// cgroupVersion is v1 or v2: the hierarchy the cpu controller is on.
+	// +optional
+	CgroupVersion string `json:"cgroupVersion,omitempty"`
+	// cgroupCPUPath is the mount of the cpu controller.
+	// +optional
+	CgroupCPUPath string `json:"cgroupCPUPath,omitempty"`
+	// knobs of the catalogue and whether this node can use them.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	Knobs []KnobCapability `json:"knobs,omitempty"`
+	// features of the scheduler and whether each is on, where readable.
+	// +optional
+	Features map[string]bool `json:"features,omitempty"`
+	// featuresSource says where the features were read from, or why not.
+	// +optional
+	FeaturesSource string `json:"featuresSource,omitempty"`
+}
+
+// Shape is the simulator's view of the node, e.g. "8cpu-EEVDF".
+func (c *NodeCapabilities) Shape() string {
+	return ShapeName(c.CPUs, c.Scheduler)
+}
+
+// GroupMeasurement is one group's metrics in one window.
+type GroupMeasurement struct {
+	// name of the group.
+	Name string `json:"name"`
+	// metrics measured.
+	Metrics Metrics `json:"metrics"`
+}
+
+// WindowResult is one variant × repetition measured on a node.
+type WindowResult struct {
+	// variant name.
+	Variant string `json:"variant"`
+	// repetition, from 0.
+	Repetition int32 `json:"repetition"`
+	// unsupported says which knob this node lacks, when it does: nothing
+	// was changed for this variant.
+	// +optional
+	Unsupported string `json:"unsupported,omitempty"`
+	// noisy is set when CPU time that was not the workload's exceeded the
+	// threshold in every attempt.
+	// +optional
+	Noisy bool `json:"noisy,omitempty"`
+	// attempts made for this window (noisy windows are re-run).
+	// +optional
+	Attempts int32 `json:"attempts,omitempty"`
+	// noiseCPU is the CPUs used by everything but the workload.
+	// +optional
+	NoiseCPU float64 `json:"noiseCPU,omitempty"`
+	// groups measured.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	Groups []GroupMeasurement `json:"groups,omitempty"`
+}
+
+// KnobRecord is the restore record of one knob.
+type KnobRecord struct {
+	// name of the knob, e.g. "autogroup", "features.PLACE_LAG" or "cgroup schedlab/x/oink-0".
+	Name string `json:"name"`
+	// original value before the run.
+	// +optional
+	Original string `json:"original,omitempty"`
+	// set is the last value the agent wrote.
+	// +optional
+	Set string `json:"set,omitempty"`
+	// restored is the value read back after the restore.
+	// +optional
+	Restored string `json:"restored,omitempty"`
+	// ok is true when restored equals original.
+	// +optional
+	OK bool `json:"ok,omitempty"`
+}
+
+// NodeRunStatus is written by the node's agent.
+type NodeRunStatus struct {
+	// phase of the run.
+	// +optional
+	Phase NodeRunPhase `json:"phase,omitempty"`
+	// experimentGeneration the status belongs to.
+	// +optional
+	ExperimentGeneration int64 `json:"experimentGeneration,omitempty"`
+	// message explains the phase.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// capabilities of the node.
+	// +optional
+	Capabilities *NodeCapabilities `json:"capabilities,omitempty"`
+	// stepsDone of stepsTotal windows.
+	// +optional
+	StepsDone int32 `json:"stepsDone,omitempty"`
+	// +optional
+	StepsTotal int32 `json:"stepsTotal,omitempty"`
+	// windows measured.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=160
+	Windows []WindowResult `json:"windows,omitempty"`
+	// knobs touched and how they were restored.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=256
+	Knobs []KnobRecord `json:"knobs,omitempty"`
+	// restored is true once every knob and cgroup is back as it was.
+	// +optional
+	Restored bool `json:"restored,omitempty"`
+	// startTime of the run.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+	// lastUpdateTime is the agent's last write: its heartbeat.
+	// +optional
+	LastUpdateTime *metav1.Time `json:"lastUpdateTime,omitempty"`
+	// completionTime of the run.
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,categories=schedlab
+// +kubebuilder:printcolumn:name="Experiment",type=string,JSONPath=`.spec.experimentName`
+// +kubebuilder:printcolumn:name="Node",type=string,JSONPath=`.spec.nodeName`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Done",type=integer,JSONPath=`.status.stepsDone`
+// +kubebuilder:printcolumn:name="Total",type=integer,JSONPath=`.status.stepsTotal`
+// +kubebuilder:printcolumn:name="Restored",type=boolean,JSONPath=`.status.restored`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+
+// NodeRun is one node's part of a SchedExperiment, written by its agent.
+type NodeRun struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec NodeRunSpec `json:"spec"`
+	// +optional
+	Status NodeRunStatus `json:"status,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// NodeRunList is a list of NodeRuns.
+type NodeRunList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []NodeRun `json:"items"`
+}

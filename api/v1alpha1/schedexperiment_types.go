@@ -1,0 +1,540 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Hard limits, enforced by the CRD schema at apply time and again by the node
+// agent before it touches a node. They are constants so that both enforce the
+// same numbers.
+const (
+	MaxTotalTasks   = 512 // replicas × tasks over all groups
+	MaxGroups       = 16
+	MaxVariants     = 8
+	MaxRepetitions  = 20
+	MaxNodes        = 1000
+	MaxNestingDepth = 4
+	MaxDuration     = "1h"
+)
+
+// ExperimentMode says whether an experiment runs workloads on nodes or only
+// asks the simulator.
+// +kubebuilder:validation:Enum=Measure;Simulate
+type ExperimentMode string
+
+const (
+	// ModeMeasure runs the workload on the selected nodes and compares the
+	// measurements with the simulator's predictions.
+	ModeMeasure ExperimentMode = "Measure"
+	// ModeSimulate only predicts, for each distinct node shape.
+	ModeSimulate ExperimentMode = "Simulate"
+)
+
+// SchedExperimentSpec is what the user asks for: which nodes, which knob
+// settings to compare, which workload to run and how to pick a winner.
+//
+// +kubebuilder:validation:XValidation:rule="self.mode != 'Measure' || has(self.nodeSelector)",message="mode Measure needs a nodeSelector that picks the nodes to run on (or set mode: Simulate)"
+// +kubebuilder:validation:XValidation:rule="self.mode != 'Simulate' || has(self.nodeSelector) || (has(self.simulation) && has(self.simulation.nodes) && size(self.simulation.nodes) > 0)",message="mode Simulate needs either a nodeSelector (to predict for the selected nodes' shapes) or simulation.nodes"
+// +kubebuilder:validation:XValidation:rule="!has(self.warmup) || duration(self.warmup) < duration(self.duration)",message="warmup must be shorter than duration"
+// +kubebuilder:validation:XValidation:rule="duration(self.duration) >= duration('100ms') && duration(self.duration) <= duration('1h')",message="duration must be between 100ms and 1h"
+// +kubebuilder:validation:XValidation:rule="!has(self.warmup) || duration(self.warmup) <= duration('10m')",message="warmup must be at most 10m"
+// +kubebuilder:validation:XValidation:rule="(duration(self.duration).getSeconds() + (has(self.warmup) ? duration(self.warmup).getSeconds() : 1)) * size(self.variants) * self.repetitions <= 86400",message="(warmup + duration) × variants × repetitions must be at most 24h per node: shorten the duration or run fewer repetitions"
+// +kubebuilder:validation:XValidation:rule="!has(self.objectives) || self.objectives.all(o, self.workload.groups.exists(g, g.name == o.group))",message="every objective must name a group listed in workload.groups"
+type SchedExperimentSpec struct {
+	// mode is Measure (run on nodes, compare with predictions) or Simulate
+	// (predictions only, no agents).
+	// +optional
+	// +kubebuilder:default=Measure
+	Mode ExperimentMode `json:"mode,omitempty"`
+
+	// nodeSelector picks the nodes. Measure mode needs it.
+	// +optional
+	NodeSelector *metav1.LabelSelector `json:"nodeSelector,omitempty"`
+
+	// maxNodes caps how many of the selected nodes are used (sorted by name).
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
+	MaxNodes *int32 `json:"maxNodes,omitempty"`
+
+	// duration is the measured window of one variant in one repetition, after
+	// warmup. Between 100ms and 1h.
+	// +required
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	Duration metav1.Duration `json:"duration"`
+
+	// warmup runs the workload before the window opens; it is not measured.
+	// +optional
+	// +kubebuilder:default="1s"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	Warmup *metav1.Duration `json:"warmup,omitempty"`
+
+	// repetitions of the whole variant list; variants are interleaved
+	// (A B A B …) so that drift on the node hits each alike.
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=20
+	Repetitions int32 `json:"repetitions,omitempty"`
+
+	// variants are the knob settings to compare. The first is the baseline.
+	// +required
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:XValidation:rule="self.all(v, self.exists_one(w, w.name == v.name))",message="variant names must be unique"
+	Variants []Variant `json:"variants"`
+
+	// workload is the synthetic load run under each variant.
+	// +required
+	Workload Workload `json:"workload"`
+
+	// objectives say how the best variant is chosen.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=8
+	Objectives []Objective `json:"objectives,omitempty"`
+
+	// simulation configures the predictions.
+	// +optional
+	Simulation *Simulation `json:"simulation,omitempty"`
+}
+
+// Variant is one setting of the knobs.
+type Variant struct {
+	// name of the variant, unique in the experiment.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=40
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+
+	// knobs to set on the node while this variant runs. Knobs left out keep
+	// the node's own value.
+	// +optional
+	Knobs Knobs `json:"knobs,omitempty"`
+}
+
+// AutogroupMode is the state of kernel.sched_autogroup_enabled.
+// +kubebuilder:validation:Enum=Enabled;Disabled
+type AutogroupMode string
+
+const (
+	AutogroupEnabled  AutogroupMode = "Enabled"
+	AutogroupDisabled AutogroupMode = "Disabled"
+)
+
+// PreemptModel is the kernel's preemption model (dynamic preemption).
+// +kubebuilder:validation:Enum=None;Voluntary;Full;Lazy
+type PreemptModel string
+
+const (
+	PreemptNone      PreemptModel = "None"
+	PreemptVoluntary PreemptModel = "Voluntary"
+	PreemptFull      PreemptModel = "Full"
+	PreemptLazy      PreemptModel = "Lazy"
+)
+
+// TunableScaling is how the kernel scales its latency tunables with the
+// number of CPUs (sched_tunable_scaling).
+// +kubebuilder:validation:Enum=None;Log;Linear
+type TunableScaling string
+
+const (
+	ScalingNone   TunableScaling = "None"
+	ScalingLog    TunableScaling = "Log"
+	ScalingLinear TunableScaling = "Linear"
+)
+
+// AllowedSysctls are the only sysctls a variant may set. Anything else is
+// refused by the schema and again by the agent.
+var AllowedSysctls = []string{
+	"kernel.sched_cfs_bandwidth_slice_us",
+	"kernel.sched_rt_runtime_us",
+	"kernel.sched_rt_period_us",
+	"kernel.sched_rr_timeslice_ms",
+	"kernel.sched_energy_aware",
+	"kernel.sched_util_clamp_min",
+	"kernel.sched_util_clamp_max",
+	"kernel.sched_util_clamp_min_rt_default",
+	"kernel.sched_schedstats",
+	"kernel.numa_balancing",
+}
+
+// Knobs are the node-global scheduler settings of a variant. Every field is
+// optional; a field left out is not touched.
+type Knobs struct {
+	// autogroup sets kernel.sched_autogroup_enabled.
+	// +optional
+	Autogroup AutogroupMode `json:"autogroup,omitempty"`
+
+	// baseSlice is EEVDF's base_slice_ns (kernels 6.6 and later), 100us..100ms.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('100us') && duration(self) <= duration('100ms')",message="baseSlice must be between 100us and 100ms"
+	BaseSlice *metav1.Duration `json:"baseSlice,omitempty"`
+
+	// latency is CFS's sched_latency_ns (kernels before 6.6), 100us..1s.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('100us') && duration(self) <= duration('1s')",message="latency must be between 100us and 1s"
+	Latency *metav1.Duration `json:"latency,omitempty"`
+
+	// minGranularity is CFS's sched_min_granularity_ns, 100us..100ms.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('100us') && duration(self) <= duration('100ms')",message="minGranularity must be between 100us and 100ms"
+	MinGranularity *metav1.Duration `json:"minGranularity,omitempty"`
+
+	// wakeupGranularity is CFS's sched_wakeup_granularity_ns, 0..1s.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) <= duration('1s')",message="wakeupGranularity must be at most 1s"
+	WakeupGranularity *metav1.Duration `json:"wakeupGranularity,omitempty"`
+
+	// migrationCost is sched_migration_cost_ns, 0..100ms.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) <= duration('100ms')",message="migrationCost must be at most 100ms"
+	MigrationCost *metav1.Duration `json:"migrationCost,omitempty"`
+
+	// nrMigrate is sched_nr_migrate, the most tasks one balance moves.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1024
+	NrMigrate *int32 `json:"nrMigrate,omitempty"`
+
+	// tunableScaling is sched_tunable_scaling.
+	// +optional
+	TunableScaling TunableScaling `json:"tunableScaling,omitempty"`
+
+	// preempt is the dynamic preemption model (/sys/kernel/debug/sched/preempt).
+	// +optional
+	Preempt PreemptModel `json:"preempt,omitempty"`
+
+	// features turns scheduler features on or off by their kernel names
+	// (PLACE_LAG, RUN_TO_PARITY, …). Only names the node's kernel lists are
+	// applied; others make the variant Unsupported on that node.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 40 && k.matches('^[A-Z][A-Z0-9_]*$'))",message="feature names are the kernel's upper-case names such as PLACE_LAG (^[A-Z][A-Z0-9_]*$, at most 40 characters)"
+	Features map[string]bool `json:"features,omitempty"`
+
+	// sysctls sets scheduler sysctls from an allowlist:
+	// kernel.sched_cfs_bandwidth_slice_us, kernel.sched_rt_runtime_us,
+	// kernel.sched_rt_period_us, kernel.sched_rr_timeslice_ms,
+	// kernel.sched_energy_aware, kernel.sched_util_clamp_min,
+	// kernel.sched_util_clamp_max, kernel.sched_util_clamp_min_rt_default,
+	// kernel.sched_schedstats, kernel.numa_balancing. Values are integers.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=10
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k in ['kernel.sched_cfs_bandwidth_slice_us', 'kernel.sched_rt_runtime_us', 'kernel.sched_rt_period_us', 'kernel.sched_rr_timeslice_ms', 'kernel.sched_energy_aware', 'kernel.sched_util_clamp_min', 'kernel.sched_util_clamp_max', 'kernel.sched_util_clamp_min_rt_default', 'kernel.sched_schedstats', 'kernel.numa_balancing'])",message="sysctls may only name kernel.sched_cfs_bandwidth_slice_us, kernel.sched_rt_runtime_us, kernel.sched_rt_period_us, kernel.sched_rr_timeslice_ms, kernel.sched_energy_aware, kernel.sched_util_clamp_min, kernel.sched_util_clamp_max, kernel.sched_util_clamp_min_rt_default, kernel.sched_schedstats or kernel.numa_balancing"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, self[k].matches('^-?[0-9]{1,12}$'))",message="sysctl values must be integers written as strings, such as \"5000\""
+	Sysctls map[string]string `json:"sysctls,omitempty"`
+}
+
+// Workload is the synthetic load.
+type Workload struct {
+	// groups of tasks. Each replica of a group is one cgroup (unless the
+	// group names a session). At most 512 tasks in all (replicas × tasks).
+	// +required
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:XValidation:rule="self.all(g, self.exists_one(h, h.name == g.name))",message="group names must be unique"
+	// +kubebuilder:validation:XValidation:rule="self.map(g, (has(g.replicas) ? g.replicas : 1) * (has(g.tasks) ? g.tasks : 1)).sum() <= 512",message="the workload may have at most 512 tasks in all (the sum of replicas × tasks over the groups)"
+	// +kubebuilder:validation:XValidation:rule="self.all(g, !has(g.parent) || self.exists(p, p.name == g.parent))",message="parent must name another group of this workload"
+	// +kubebuilder:validation:XValidation:rule="self.all(g, !has(g.parent) || self.map(p, p.name).indexOf(g.parent) < self.map(p, p.name).indexOf(g.name))",message="a group's parent must be listed before it"
+	// +kubebuilder:validation:XValidation:rule="self.all(g, !has(g.parent) || self.all(p, p.name != g.parent || ((!has(p.replicas) || p.replicas == 1) && !has(p.session))))",message="a parent group must have one replica and no session"
+	// +kubebuilder:validation:XValidation:rule="self.all(g, !has(g.parent) || self.all(p, p.name != g.parent || !has(p.parent) || self.all(q, q.name != p.parent || !has(q.parent) || self.all(r, r.name != q.parent || !has(r.parent)))))",message="cgroups may nest at most 4 deep"
+	Groups []Group `json:"groups"`
+}
+
+// SchedPolicy is a task's scheduling policy in the fair class.
+// +kubebuilder:validation:Enum=Other;Batch;Idle
+type SchedPolicy string
+
+const (
+	PolicyOther SchedPolicy = "Other"
+	PolicyBatch SchedPolicy = "Batch"
+	PolicyIdle  SchedPolicy = "Idle"
+)
+
+// Group is a set of identical tasks: replicas cgroups of tasks tasks each,
+// or, with session, tasks outside any cgroup in one setsid session.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.session) || ((!has(self.cpuWeight) || self.cpuWeight == 100) && !has(self.cpuMax) && !has(self.cpuIdle))",message="session runs the group's tasks outside any cgroup, so cpuWeight, cpuMax and cpuIdle cannot apply: remove them or remove session"
+// +kubebuilder:validation:XValidation:rule="!has(self.session) || !has(self.parent)",message="a group with session runs outside any cgroup and cannot have a parent"
+// +kubebuilder:validation:XValidation:rule="!has(self.session) || !has(self.replicas) || self.replicas == 1",message="a group with session is one session: set replicas to 1 (use another group for another session)"
+// +kubebuilder:validation:XValidation:rule="(has(self.tasks) && self.tasks == 0) || has(self.pattern)",message="a group with tasks needs a pattern (Hog, Periodic, LatencyProbe, PingPong or Burst)"
+// +kubebuilder:validation:XValidation:rule="!has(self.pattern) || self.pattern.type != 'PingPong' || (has(self.tasks) && self.tasks % 2 == 0)",message="PingPong runs tasks in pairs: tasks must be even"
+type Group struct {
+	// name of the group, unique in the workload.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=40
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+
+	// replicas is the number of cgroups of this group.
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=512
+	Replicas int32 `json:"replicas,omitempty"`
+
+	// tasks per cgroup (or in the session). 0 makes a parent-only cgroup.
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=512
+	Tasks *int32 `json:"tasks,omitempty"`
+
+	// cpuWeight of each cgroup, cgroup v2 semantics (1..10000, 100 is the
+	// default); on cgroup v1 it becomes cpu.shares = weight × 1024 / 100.
+	// +optional
+	// +kubebuilder:default=100
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=10000
+	CPUWeight *int32 `json:"cpuWeight,omitempty"`
+
+	// cpuMax caps each cgroup at this many CPUs, as a Kubernetes CPU quantity
+	// (500m, 1.5), applied as a bandwidth quota per cpuMaxPeriod.
+	// +optional
+	// +kubebuilder:validation:MaxLength=16
+	// +kubebuilder:validation:Pattern=`^([0-9]{1,7}m|[0-9]{1,4}(\.[0-9]{1,3})?)$`
+	CPUMax string `json:"cpuMax,omitempty"`
+
+	// cpuMaxPeriod is the bandwidth period for cpuMax (default 100ms), 1ms..1s.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1ms') && duration(self) <= duration('1s')",message="cpuMaxPeriod must be between 1ms and 1s"
+	CPUMaxPeriod *metav1.Duration `json:"cpuMaxPeriod,omitempty"`
+
+	// cpuIdle marks each cgroup SCHED_IDLE (cpu.idle = 1).
+	// +optional
+	CPUIdle *bool `json:"cpuIdle,omitempty"`
+
+	// nice of every task, -20..19.
+	// +optional
+	// +kubebuilder:validation:Minimum=-20
+	// +kubebuilder:validation:Maximum=19
+	Nice *int32 `json:"nice,omitempty"`
+
+	// policy of every task: Other (SCHED_OTHER), Batch or Idle.
+	// +optional
+	Policy SchedPolicy `json:"policy,omitempty"`
+
+	// slice is the EEVDF custom slice of every task (sched_attr.sched_runtime,
+	// kernels 6.12 and later), 100us..100ms.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('100us') && duration(self) <= duration('100ms')",message="slice must be between 100us and 100ms"
+	Slice *metav1.Duration `json:"slice,omitempty"`
+
+	// session runs the tasks outside any cgroup, in one setsid session of
+	// this name: what autogroup groups by. Groups may share a session.
+	// +optional
+	// +kubebuilder:validation:MaxLength=40
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Session string `json:"session,omitempty"`
+
+	// parent names an earlier group (one replica, no session) whose cgroup
+	// this group's cgroups nest under, as Kubernetes nests pods under QoS
+	// slices. At most 4 levels.
+	// +optional
+	// +kubebuilder:validation:MaxLength=40
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Parent string `json:"parent,omitempty"`
+
+	// pattern is what every task of the group does.
+	// +optional
+	Pattern *Pattern `json:"pattern,omitempty"`
+}
+
+// PatternType names a workload pattern.
+// +kubebuilder:validation:Enum=Hog;Periodic;LatencyProbe;PingPong;Burst
+type PatternType string
+
+const (
+	// PatternHog is always runnable.
+	PatternHog PatternType = "Hog"
+	// PatternPeriodic runs `run` every `period`, like a video frame.
+	PatternPeriodic PatternType = "Periodic"
+	// PatternLatencyProbe sleeps to an absolute deadline every `interval`
+	// and measures how late it runs, like cyclictest.
+	PatternLatencyProbe PatternType = "LatencyProbe"
+	// PatternPingPong runs pairs of tasks waking each other through a pipe,
+	// like hackbench.
+	PatternPingPong PatternType = "PingPong"
+	// PatternBurst runs and sleeps for exponentially distributed times with
+	// the given means, like a compile job.
+	PatternBurst PatternType = "Burst"
+)
+
+// Pattern is the behaviour of each task of a group.
+//
+// +kubebuilder:validation:XValidation:rule="self.type != 'Periodic' || (has(self.run) && has(self.period))",message="a Periodic pattern needs run and period"
+// +kubebuilder:validation:XValidation:rule="self.type != 'Periodic' || !has(self.run) || !has(self.period) || duration(self.run) < duration(self.period)",message="a Periodic pattern's run must be shorter than its period"
+// +kubebuilder:validation:XValidation:rule="self.type != 'LatencyProbe' || has(self.interval)",message="a LatencyProbe pattern needs interval"
+// +kubebuilder:validation:XValidation:rule="self.type != 'Burst' || (has(self.meanRun) && has(self.meanSleep))",message="a Burst pattern needs meanRun and meanSleep"
+type Pattern struct {
+	// type of the pattern.
+	// +required
+	Type PatternType `json:"type"`
+
+	// run is the CPU time per period (Periodic) or per wake-up (PingPong,
+	// default 0: a bare round trip), 1us..1s.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1us') && duration(self) <= duration('1s')",message="run must be between 1us and 1s"
+	Run *metav1.Duration `json:"run,omitempty"`
+
+	// period of a Periodic task, 100us..10s.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('100us') && duration(self) <= duration('10s')",message="period must be between 100us and 10s"
+	Period *metav1.Duration `json:"period,omitempty"`
+
+	// interval between a LatencyProbe's deadlines, 50us..1s.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('50us') && duration(self) <= duration('1s')",message="interval must be between 50us and 1s"
+	Interval *metav1.Duration `json:"interval,omitempty"`
+
+	// meanRun is a Burst task's mean run time, 10us..10s.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('10us') && duration(self) <= duration('10s')",message="meanRun must be between 10us and 10s"
+	MeanRun *metav1.Duration `json:"meanRun,omitempty"`
+
+	// meanSleep is a Burst task's mean sleep time, 10us..10s.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('10us') && duration(self) <= duration('10s')",message="meanSleep must be between 10us and 10s"
+	MeanSleep *metav1.Duration `json:"meanSleep,omitempty"`
+}
+
+// Goal is the direction of an objective.
+// +kubebuilder:validation:Enum=Minimize;Maximize
+type Goal string
+
+const (
+	Minimize Goal = "Minimize"
+	Maximize Goal = "Maximize"
+)
+
+// MetricName names one metric of the vocabulary shared by the agent, the
+// simulator, the status and the CLI.
+// +kubebuilder:validation:Enum=cpu;cpuPerTask;share;wakeupLatencyUs.p50;wakeupLatencyUs.p90;wakeupLatencyUs.p99;wakeupLatencyUs.p999;wakeupLatencyUs.max;wakeupLatencyUs.mean;ctxSwitchesPerSec.voluntary;ctxSwitchesPerSec.involuntary;deadlineMissRatio;opsPerSec
+type MetricName string
+
+// Objective is one criterion for picking the best variant.
+type Objective struct {
+	// metric to compare.
+	// +required
+	Metric MetricName `json:"metric"`
+
+	// group whose metric is compared.
+	// +required
+	// +kubebuilder:validation:MaxLength=40
+	Group string `json:"group"`
+
+	// goal is Minimize or Maximize.
+	// +required
+	Goal Goal `json:"goal"`
+}
+
+// SchedulerFamily is the fair scheduler a kernel runs.
+// +kubebuilder:validation:Enum=EEVDF;CFS
+type SchedulerFamily string
+
+const (
+	SchedulerEEVDF SchedulerFamily = "EEVDF"
+	SchedulerCFS   SchedulerFamily = "CFS"
+)
+
+// Simulation configures the simulator's predictions.
+type Simulation struct {
+	// seed of the simulator's random generator; the same seed and input give
+	// the same predictions, bit for bit.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Seed int64 `json:"seed,omitempty"`
+
+	// nodes are node shapes to predict for. In Simulate mode they replace
+	// the shapes of the selected nodes.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=8
+	Nodes []NodeShape `json:"nodes,omitempty"`
+
+	// features are simulator-only switches, such as SMP_FAIR_GROUPS (on by
+	// default: the kernel's per-CPU group shares; off models fixed-weight
+	// group entities).
+	// +optional
+	// +kubebuilder:validation:MaxProperties=16
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 40 && k.matches('^[A-Z][A-Z0-9_]*$'))",message="simulator feature names are upper-case, such as SMP_FAIR_GROUPS"
+	Features map[string]bool `json:"features,omitempty"`
+}
+
+// NodeShape is what the simulator needs to know about a node.
+type NodeShape struct {
+	// cpus of the node, 1..1024.
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1024
+	CPUs int32 `json:"cpus"`
+
+	// scheduler family: EEVDF (6.6 and later) or CFS.
+	// +optional
+	// +kubebuilder:default=EEVDF
+	Scheduler SchedulerFamily `json:"scheduler,omitempty"`
+
+	// hz is the kernel's tick rate.
+	// +optional
+	// +kubebuilder:validation:Enum=100;250;300;1000
+	HZ int32 `json:"hz,omitempty"`
+
+	// preempt is the preemption model.
+	// +optional
+	Preempt PreemptModel `json:"preempt,omitempty"`
+
+	// tunableScaling is sched_tunable_scaling.
+	// +optional
+	TunableScaling TunableScaling `json:"tunableScaling,omitempty"`
+
+	// count of such nodes, for fleet answers.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100000
+	Count *int32 `json:"count,omitempty"`
+}

@@ -1,0 +1,202 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Condition types of a SchedExperiment.
+const (
+	ConditionReady       = "Ready"
+	ConditionNodesLocked = "NodesLocked"
+	ConditionRunning     = "Running"
+	ConditionCompleted   = "Completed"
+	ConditionDegraded    = "Degraded"
+	ConditionFailed      = "Failed"
+)
+
+// Condition reasons.
+const (
+	ReasonWaitingForNodes = "WaitingForNodes"
+	ReasonNodesLocked     = "Locked"
+	ReasonNoNodes         = "NoMatchingNodes"
+	ReasonInvalidSpec     = "InvalidSpec"
+	ReasonRunning         = "Running"
+	ReasonSucceeded       = "Succeeded"
+	ReasonNodesFailed     = "NodesFailed"
+	ReasonTimedOut        = "TimedOut"
+	ReasonSpecChanged     = "SpecChanged"
+	ReasonDeleting        = "Deleting"
+	ReasonSimulated       = "Simulated"
+)
+
+// Well-known names.
+const (
+	// Finalizer holds a SchedExperiment until every node it touched is
+	// restored and unlocked.
+	Finalizer = "schedlab.io/restore-nodes"
+	// ForceCleanupAnnotation on a SchedExperiment being deleted makes the
+	// controller stop waiting for nodes that will never report their
+	// restore (a node gone for good) and release everything.
+	ForceCleanupAnnotation = "schedlab.io/force-cleanup"
+	// ExperimentLabel names the experiment on its NodeRuns and DaemonSet.
+	ExperimentLabel = "schedlab.io/experiment"
+	// NodeLabel names the node on a NodeRun.
+	NodeLabel = "schedlab.io/node"
+	// NoSignificantDifference is bestVariant when the objectives cannot
+	// tell the variants apart beyond the noise.
+	NoSignificantDifference = "no significant difference"
+)
+
+// NodeRunPhase is where one node is in an experiment.
+// +kubebuilder:validation:Enum=Pending;Running;Completed;Failed;Unsupported;TimedOut;Aborted
+type NodeRunPhase string
+
+const (
+	NodeRunPending     NodeRunPhase = "Pending"
+	NodeRunRunning     NodeRunPhase = "Running"
+	NodeRunCompleted   NodeRunPhase = "Completed"
+	NodeRunFailed      NodeRunPhase = "Failed"
+	NodeRunUnsupported NodeRunPhase = "Unsupported"
+	NodeRunTimedOut    NodeRunPhase = "TimedOut"
+	NodeRunAborted     NodeRunPhase = "Aborted"
+)
+
+// Finished reports whether the phase is final.
+func (p NodeRunPhase) Finished() bool {
+	switch p {
+	case NodeRunCompleted, NodeRunFailed, NodeRunUnsupported, NodeRunTimedOut, NodeRunAborted:
+		return true
+	}
+	return false
+}
+
+// NodeProgress is one node's progress as the experiment sees it.
+type NodeProgress struct {
+	// name of the node.
+	Name string `json:"name"`
+	// phase of the node's run.
+	// +optional
+	Phase NodeRunPhase `json:"phase,omitempty"`
+	// shape of the node as the simulator sees it, e.g. "8cpu-EEVDF".
+	// +optional
+	Shape string `json:"shape,omitempty"`
+	// stepsDone of stepsTotal (variant × repetition windows).
+	// +optional
+	StepsDone int32 `json:"stepsDone,omitempty"`
+	// +optional
+	StepsTotal int32 `json:"stepsTotal,omitempty"`
+	// message explains a failure, an unsupported knob or a timeout.
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// GroupResult is one variant × group (× node shape) row of the results.
+type GroupResult struct {
+	// variant name.
+	Variant string `json:"variant"`
+	// group name.
+	Group string `json:"group"`
+	// shape of the nodes the row is for; empty when it covers all nodes.
+	// +optional
+	Shape string `json:"shape,omitempty"`
+	// measured means, standard deviations and sample count.
+	// +optional
+	Measured *MeasuredMetrics `json:"measured,omitempty"`
+	// predicted by the simulator.
+	// +optional
+	Predicted *Metrics `json:"predicted,omitempty"`
+	// relativeError is (predicted − measured) / measured, metric by metric.
+	// +optional
+	RelativeError *Metrics `json:"relativeError,omitempty"`
+	// unsupported says why this variant could not run, where it could not.
+	// +optional
+	Unsupported string `json:"unsupported,omitempty"`
+}
+
+// SchedExperimentStatus is what the controller observed.
+type SchedExperimentStatus struct {
+	// observedGeneration is the generation the status was computed for.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// conditions: Ready, NodesLocked, Running, Completed, Degraded, Failed.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=16
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// nodes chosen for the experiment, with their progress.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=1000
+	Nodes []NodeProgress `json:"nodes,omitempty"`
+
+	// nodeProgress is "done/total", for kubectl get.
+	// +optional
+	NodeProgress string `json:"nodeProgress,omitempty"`
+
+	// resultsGeneration is the spec generation the results belong to.
+	// +optional
+	ResultsGeneration int64 `json:"resultsGeneration,omitempty"`
+
+	// results per variant × group: measured next to predicted.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=1024
+	Results []GroupResult `json:"results,omitempty"`
+
+	// bestVariant by the objectives, or "no significant difference".
+	// +optional
+	BestVariant string `json:"bestVariant,omitempty"`
+
+	// bestVariantReason explains the choice.
+	// +optional
+	BestVariantReason string `json:"bestVariantReason,omitempty"`
+
+	// predictionError is the mean absolute relative error of the predicted
+	// cpu over the rows with measurements, e.g. "4.2%".
+	// +optional
+	PredictionError string `json:"predictionError,omitempty"`
+
+	// startTime of the current generation's run.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+
+	// completionTime of the current generation's run.
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=sx;schedexp,categories=schedlab
+// +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.spec.mode`
+// +kubebuilder:printcolumn:name="Nodes",type=string,JSONPath=`.status.nodeProgress`,description="nodes done/total"
+// +kubebuilder:printcolumn:name="Best",type=string,JSONPath=`.status.bestVariant`
+// +kubebuilder:printcolumn:name="Pred-Error",type=string,JSONPath=`.status.predictionError`,description="mean relative error of predicted cpu"
+// +kubebuilder:printcolumn:name="Completed",type=string,JSONPath=`.status.conditions[?(@.type=="Completed")].status`,priority=10
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=10
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+
+// SchedExperiment compares scheduler knob settings on real nodes and in the
+// simulator.
+type SchedExperiment struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec SchedExperimentSpec `json:"spec"`
+	// +optional
+	Status SchedExperimentStatus `json:"status,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// SchedExperimentList is a list of SchedExperiments.
+type SchedExperimentList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []SchedExperiment `json:"items"`
+}
