@@ -1,0 +1,257 @@
+// Package simengine is a deterministic discrete-event simulator of the Linux
+// fair scheduler (CFS as of v6.1 and EEVDF as of v6.6..v6.12).
+//
+// It models per-CPU runqueues, hierarchical task groups with per-CPU group
+// entities whose weight follows calc_group_shares (or a fixed-weight
+// alternative), autogroup per session, nice weights and policies, custom
+// slices, the tick, the preemption model, wakeup placement and preemption,
+// cpu.max bandwidth throttling and periodic, idle and new-idle load balancing.
+//
+// The same Input (including Seed) always gives the same Result, bit for bit:
+// simulated time is an integer nanosecond clock, there is one event queue
+// ordered by (time, sequence), all randomness comes from generators the run
+// owns, and nothing in the event loop depends on map order, goroutines or the
+// wall clock. Run keeps no package-level mutable state, so it is safe to call
+// from many goroutines at once.
+//
+// Kernel rules live in functions named after their kernel counterparts
+// (placeEntity, pickEEVDF, updateDeadline, calcGroupShares, ...); each says
+// which kernel function and version it follows.
+package simengine
+
+import "io"
+
+// Scheduler selects the fair-class algorithm of the simulated kernel.
+type Scheduler string
+
+const (
+	// EEVDF is the fair scheduler of Linux 6.6 and later.
+	EEVDF Scheduler = "EEVDF"
+	// CFS is the Completely Fair Scheduler of Linux up to 6.5 (modelled on 6.1).
+	CFS Scheduler = "CFS"
+)
+
+// Node describes the simulated machine and kernel build.
+type Node struct {
+	// CPUs is the number of CPUs (1..1024).
+	CPUs int `json:"cpus"`
+	// Scheduler is "EEVDF" or "CFS"; "" means EEVDF.
+	Scheduler Scheduler `json:"scheduler,omitempty"`
+	// HZ is the tick rate: 100, 250, 300 or 1000; 0 means 250 (the stock default).
+	HZ int `json:"hz,omitempty"`
+	// Preempt is the preemption model: "None", "Voluntary", "Full" or "Lazy"; "" means Voluntary.
+	Preempt string `json:"preempt,omitempty"`
+	// TunableScaling is "None", "Log" or "Linear"; "" means Log (the kernel default).
+	TunableScaling string `json:"tunableScaling,omitempty"`
+	// LegacySlice selects the EEVDF base slice of kernels before 6.15 (0.75 ms instead of 0.70 ms).
+	LegacySlice bool `json:"legacySlice,omitempty"`
+	// Calibration holds overheads fitted from measurements; zero by default.
+	Calibration Calibration `json:"calibration,omitempty"`
+}
+
+// Calibration holds per-node overheads, all zero by default.
+type Calibration struct {
+	// TimerOverheadNs delays every timer wakeup (hrtimer expiry to task enqueue).
+	TimerOverheadNs int64 `json:"timerOverheadNs,omitempty"`
+	// WakeupOverheadNs delays every wakeup (try_to_wake_up cost, IPI).
+	WakeupOverheadNs int64 `json:"wakeupOverheadNs,omitempty"`
+	// CtxSwitchNs is the CPU time a context switch costs the incoming task.
+	CtxSwitchNs int64 `json:"ctxSwitchNs,omitempty"`
+	// BackgroundLoad is the fraction of each CPU taken by background noise
+	// (interrupts, kernel threads), 0..0.95. Tasks progress and are charged
+	// at rate 1-BackgroundLoad, as rq_clock_task excludes IRQ time.
+	BackgroundLoad float64 `json:"backgroundLoad,omitempty"`
+}
+
+// Knobs are the scheduler tunables; a nil or zero field means the kernel
+// default for the node.
+type Knobs struct {
+	// Autogroup is kernel.sched_autogroup_enabled; nil means true.
+	Autogroup *bool `json:"autogroup,omitempty"`
+	// BaseSliceNs is EEVDF's base_slice_ns (before tunable scaling is applied by the kernel
+	// at boot; a value set here is used as is, as writing debugfs does).
+	BaseSliceNs int64 `json:"baseSliceNs,omitempty"`
+	// LatencyNs is CFS's sched_latency_ns.
+	LatencyNs int64 `json:"latencyNs,omitempty"`
+	// MinGranularityNs is CFS's sched_min_granularity_ns.
+	MinGranularityNs int64 `json:"minGranularityNs,omitempty"`
+	// WakeupGranularityNs is CFS's sched_wakeup_granularity_ns.
+	WakeupGranularityNs int64 `json:"wakeupGranularityNs,omitempty"`
+	// MigrationCostNs is sched_migration_cost_ns (0 means the default 0.5 ms;
+	// -1 means "always cache hot"). Use MigrationCostZero for a real zero.
+	MigrationCostNs int64 `json:"migrationCostNs,omitempty"`
+	// NrMigrate is sched_nr_migrate; 0 means 32.
+	NrMigrate int `json:"nrMigrate,omitempty"`
+	// Features sets scheduler features by their kernel names (see FeatureNames)
+	// plus the simulator-only SMP_FAIR_GROUPS. Unset names keep their defaults.
+	Features map[string]bool `json:"features,omitempty"`
+}
+
+// MigrationCostZero is the Knobs.MigrationCostNs value that means a migration
+// cost of exactly 0 (tasks are never cache hot), since 0 means "default".
+const MigrationCostZero int64 = -2
+
+// PatternType names a workload pattern.
+type PatternType string
+
+// Workload patterns.
+const (
+	Hog          PatternType = "Hog"
+	Periodic     PatternType = "Periodic"
+	LatencyProbe PatternType = "LatencyProbe"
+	PingPong     PatternType = "PingPong"
+	Burst        PatternType = "Burst"
+)
+
+// Pattern describes what each task of a group does.
+type Pattern struct {
+	// Type is the pattern; "" means Hog.
+	Type PatternType `json:"type,omitempty"`
+	// RunNs is the CPU time per period (Periodic) or per message (PingPong, default 2 µs)
+	// or per probe (LatencyProbe, default 2 µs).
+	RunNs int64 `json:"runNs,omitempty"`
+	// PeriodNs is the Periodic period.
+	PeriodNs int64 `json:"periodNs,omitempty"`
+	// IntervalNs is the LatencyProbe interval.
+	IntervalNs int64 `json:"intervalNs,omitempty"`
+	// MeanRunNs and MeanSleepNs are the Burst means (exponential distributions).
+	MeanRunNs   int64 `json:"meanRunNs,omitempty"`
+	MeanSleepNs int64 `json:"meanSleepNs,omitempty"`
+}
+
+// Group is a set of identical cgroups (Replicas) with Tasks tasks each, or a
+// set of tasks in one session outside any cgroup (Session).
+type Group struct {
+	Name     string `json:"name"`
+	Replicas int    `json:"replicas,omitempty"` // 0 means 1
+	Tasks    int    `json:"tasks"`
+	// CPUWeight is the cgroup v2 cpu.weight 1..10000 (0 means 100);
+	// shares = round(weight*1024/100).
+	CPUWeight      int    `json:"cpuWeight,omitempty"`
+	CPUMaxQuotaNs  int64  `json:"cpuMaxQuotaNs,omitempty"`  // 0 means unlimited
+	CPUMaxPeriodNs int64  `json:"cpuMaxPeriodNs,omitempty"` // 0 means 100 ms
+	CPUIdle        bool   `json:"cpuIdle,omitempty"`
+	Nice           int    `json:"nice,omitempty"`
+	Policy         string `json:"policy,omitempty"` // "Other" | "Batch" | "Idle"; "" means Other
+	// SliceNs is the EEVDF custom slice (sched_attr.sched_runtime); 0 means the base slice.
+	SliceNs int64 `json:"sliceNs,omitempty"`
+	// Session, when set, puts the tasks outside any cgroup in that session,
+	// which autogroup turns into one task group per session.
+	Session string `json:"session,omitempty"`
+	// Parent names an earlier group (with Replicas 1) whose cgroup this
+	// group's cgroups nest under.
+	Parent  string  `json:"parent,omitempty"`
+	Pattern Pattern `json:"pattern"`
+}
+
+// Input is one simulation.
+type Input struct {
+	Node   Node    `json:"node"`
+	Knobs  Knobs   `json:"knobs"`
+	Groups []Group `json:"groups"`
+	// Metrics cover [WarmupNs, WarmupNs+DurationNs).
+	DurationNs int64  `json:"durationNs"`
+	WarmupNs   int64  `json:"warmupNs,omitempty"`
+	Seed       uint64 `json:"seed"`
+	// Trace, when set, receives a line per scheduling event (slow; for debugging).
+	Trace io.Writer `json:"-"`
+}
+
+// Latency is a latency distribution in microseconds.
+type Latency struct {
+	P50   float64 `json:"p50"`
+	P90   float64 `json:"p90"`
+	P99   float64 `json:"p99"`
+	P999  float64 `json:"p999"`
+	Max   float64 `json:"max"`
+	Mean  float64 `json:"mean"`
+	Count int64   `json:"count"`
+}
+
+// CtxSwitches are context switches per second.
+type CtxSwitches struct {
+	Voluntary   float64 `json:"voluntary"`
+	Involuntary float64 `json:"involuntary"`
+}
+
+// Metrics are the measurements of a group or a task over the window.
+type Metrics struct {
+	// CPU is CPUs consumed on average (1.0 = one whole CPU).
+	CPU        float64 `json:"cpu"`
+	CPUPerTask float64 `json:"cpuPerTask"`
+	// Share is the fraction of all workload CPU time.
+	Share             float64     `json:"share"`
+	WakeupLatencyUs   *Latency    `json:"wakeupLatencyUs,omitempty"`
+	CtxSwitchesPerSec CtxSwitches `json:"ctxSwitchesPerSec"`
+	DeadlineMissRatio *float64    `json:"deadlineMissRatio,omitempty"`
+	OpsPerSec         *float64    `json:"opsPerSec,omitempty"`
+}
+
+// GroupResult holds a group's metrics and, in PerTask, its tasks' metrics
+// (replica-major order).
+type GroupResult struct {
+	Name    string    `json:"name"`
+	Tasks   int       `json:"tasks"`
+	Metrics Metrics   `json:"metrics"`
+	PerTask []Metrics `json:"perTask,omitempty"`
+}
+
+// Result is the outcome of Run.
+type Result struct {
+	Groups []GroupResult `json:"groups"`
+	// CPUUtilization is the fraction of each CPU used by the workload over the window.
+	CPUUtilization []float64 `json:"cpuUtilization"`
+	// Events is the number of simulation events processed (including ticks).
+	Events uint64 `json:"events"`
+	// SimulatedNs is the simulated time (warmup plus duration).
+	SimulatedNs int64 `json:"simulatedNs"`
+}
+
+// tunableFactor is the boot-time scaling of the slice tunables,
+// get_update_sysctl_factor() in kernel/sched/fair.c (v6.1 and v6.6).
+func tunableFactor(n Node) int64 {
+	cpus := n.CPUs
+	if cpus > 8 {
+		cpus = 8
+	}
+	if cpus < 1 {
+		cpus = 1
+	}
+	switch n.TunableScaling {
+	case "None":
+		return 1
+	case "Linear":
+		return int64(cpus)
+	default: // Log
+		f := int64(1)
+		for c := cpus; c > 1; c >>= 1 {
+			f++
+		}
+		return f
+	}
+}
+
+// DefaultBaseSlice is the EEVDF base_slice_ns a stock kernel boots with on n:
+// 0.70 ms (0.75 ms before 6.15) times the tunable scaling factor.
+func DefaultBaseSlice(n Node) int64 {
+	base := int64(700_000)
+	if n.LegacySlice {
+		base = 750_000
+	}
+	return base * tunableFactor(n)
+}
+
+// DefaultLatency is CFS's sched_latency_ns on n: 6 ms times the scaling factor.
+func DefaultLatency(n Node) int64 { return 6_000_000 * tunableFactor(n) }
+
+// DefaultMinGranularity is CFS's sched_min_granularity_ns on n: 0.75 ms times the factor.
+func DefaultMinGranularity(n Node) int64 { return 750_000 * tunableFactor(n) }
+
+// DefaultWakeupGranularity is CFS's sched_wakeup_granularity_ns on n: 1 ms times the factor.
+func DefaultWakeupGranularity(n Node) int64 { return 1_000_000 * tunableFactor(n) }
+
+// DefaultMigrationCost is sched_migration_cost_ns: 0.5 ms.
+const DefaultMigrationCost int64 = 500_000
+
+// DefaultHZ is the tick rate used when Node.HZ is 0.
+const DefaultHZ = 250

@@ -1,0 +1,373 @@
+package simengine
+
+import (
+	"math/bits"
+	"slices"
+)
+
+// This file holds SMP placement and load balancing (kernel/sched/fair.c,
+// v6.1..v6.12). The simulated machine has one flat scheduling domain (one
+// LLC, an MC-level domain) whose groups are single CPUs: imbalance_pct 117,
+// cache_nice_tries 1, balance interval = number of CPUs in ms, ×16 when busy.
+
+// findIdlestCPUFork is find_idlest_cpu() for fork balancing at time 0: the
+// CPU with the fewest tasks placed so far, then the least load.
+func (s *sim) findIdlestCPUFork(ti int32) int32 {
+	best := int32(0)
+	for c := int32(1); c < s.nCPU; c++ {
+		a, b := &s.cpus[c], &s.cpus[best]
+		if a.forkCount < b.forkCount ||
+			(a.forkCount == b.forkCount && s.rqs[a.root].load < s.rqs[b.root].load) {
+			best = c
+		}
+	}
+	return best
+}
+
+// cpuLoad is cpu_load(): the root queue's load_avg.
+func (s *sim) cpuLoad(c int32) float64 {
+	cq := s.cpus[c].root
+	s.updateRqLoad(cq)
+	return s.rqs[cq].loadAvg.avg
+}
+
+// hLoad is the hierarchical load of a queue (update_cfs_rq_h_load()): the
+// root's load_avg scaled down by each group entity's part of its parent.
+func (s *sim) hLoad(cq int32) float64 {
+	r := &s.rqs[cq]
+	s.updateRqLoad(cq)
+	if r.ge < 0 {
+		return r.loadAvg.avg
+	}
+	ge := r.ge
+	s.updateSeLoad(ge)
+	pcq := s.ents[ge].rq
+	s.updateRqLoad(pcq)
+	return s.hLoad(pcq) * s.ents[ge].load.avg / (s.rqs[pcq].loadAvg.avg + 1)
+}
+
+// taskHLoad is task_h_load().
+func (s *sim) taskHLoad(ti int32) float64 {
+	se := s.tasks[ti].se
+	s.updateSeLoad(se)
+	cq := s.ents[se].rq
+	h := s.hLoad(cq)
+	return s.ents[se].load.avg * h / (s.rqs[cq].loadAvg.avg + 1)
+}
+
+// selectTaskRq is select_task_rq_fair() for a wakeup: wake_affine() between
+// the waker's and the previous CPU, then select_idle_sibling().
+func (s *sim) selectTaskRq(ti, this int32, sync bool) int32 {
+	prev := s.tasks[ti].cpu
+	if s.nCPU == 1 {
+		return prev
+	}
+	target := prev
+	if this != prev {
+		target = s.wakeAffine(ti, this, prev, sync)
+	}
+	return s.selectIdleSibling(ti, prev, target)
+}
+
+// wakeAffine is wake_affine() with wake_affine_idle() and wake_affine_weight().
+func (s *sim) wakeAffine(ti, this, prev int32, sync bool) int32 {
+	target := int32(-1)
+	if s.feat.waIdle {
+		switch {
+		case s.cpuIdle(this):
+			if s.cpuIdle(prev) {
+				target = prev
+			} else {
+				target = this
+			}
+		case sync && s.rqs[s.cpus[this].root].hNr == 1:
+			target = this
+		case s.cpuIdle(prev):
+			target = prev
+		}
+	}
+	if target < 0 && s.feat.waWeight {
+		thisEff := s.cpuLoad(this)
+		if sync && s.cpus[this].curr >= 0 {
+			cur := s.taskHLoad(s.cpus[this].curr)
+			if cur > thisEff {
+				target = this
+			} else {
+				thisEff -= cur
+			}
+		}
+		if target < 0 {
+			tl := s.taskHLoad(ti)
+			thisEff += tl
+			prevEff := s.cpuLoad(prev) - tl
+			if s.feat.waBias {
+				thisEff *= 100
+				prevEff *= 100 + (imbalancePct-100)/2
+			}
+			if sync {
+				prevEff++
+			}
+			if thisEff < prevEff {
+				target = this
+			}
+		}
+	}
+	if target != this {
+		return prev
+	}
+	return target
+}
+
+// selectIdleSibling is select_idle_sibling(): the target if idle, else the
+// previous CPU if idle, else the first idle CPU scanning the LLC from
+// target+1 (select_idle_cpu(), without the SIS_UTIL scan limit), else target.
+func (s *sim) selectIdleSibling(ti, prev, target int32) int32 {
+	if s.cpuIdle(target) || s.schedIdleCPU(target) {
+		return target
+	}
+	if prev != target && (s.cpuIdle(prev) || s.schedIdleCPU(prev)) {
+		return prev
+	}
+	if c := s.nextIdleCPU(target + 1); c >= 0 {
+		return c
+	}
+	return target
+}
+
+// nextIdleCPU returns the first idle CPU at or after from, wrapping, or -1.
+func (s *sim) nextIdleCPU(from int32) int32 {
+	n := s.nCPU
+	if from >= n {
+		from = 0
+	}
+	words := int32(len(s.idleMask))
+	w := from >> 6
+	m := s.idleMask[w] &^ (1<<(uint(from)&63) - 1)
+	for i := int32(0); i <= words; i++ {
+		if m != 0 {
+			c := w<<6 + int32(bits.TrailingZeros64(m))
+			if c < n {
+				return c
+			}
+		}
+		w++
+		if w == words {
+			w = 0
+		}
+		m = s.idleMask[w]
+	}
+	return -1
+}
+
+// overloaded is rd->overload: some CPU has more than one runnable task.
+func (s *sim) overloaded() bool {
+	for c := range s.cpus {
+		if s.rqs[s.cpus[c].root].hNr > 1 {
+			return true
+		}
+	}
+	return false
+}
+
+// Group types of group_classify() that a single-CPU group can take.
+const (
+	groupHasSpare = iota
+	groupFullyBusy
+	groupOverloaded
+)
+
+type lbStat struct {
+	nr   int32
+	load float64
+	typ  int
+}
+
+// groupClassify is group_classify() with group_is_overloaded() and
+// group_has_capacity() for a one-CPU group (capacity 1024).
+func groupClassify(nr int32, util, runnable float64) int {
+	const capacity = 1024
+	if nr > 1 && (capacity*100 < util*imbalancePct || capacity*imbalancePct < runnable*100) {
+		return groupOverloaded
+	}
+	if nr < 1 {
+		return groupHasSpare
+	}
+	if capacity*imbalancePct < runnable*100 {
+		return groupFullyBusy
+	}
+	if capacity*100 > util*imbalancePct {
+		return groupHasSpare
+	}
+	return groupFullyBusy
+}
+
+// newidleBalance is newidle_balance(): skipped when the CPU is expected to
+// be idle for less than the migration cost or no CPU is overloaded.
+func (s *sim) newidleBalance(c int32) bool {
+	if s.nCPU == 1 || s.migrationCost < 0 || s.cpus[c].avgIdle < s.migrationCost || !s.overloaded() {
+		return false
+	}
+	return s.loadBalance(c, true, true)
+}
+
+// loadBalance is load_balance() with find_busiest_group(),
+// calculate_imbalance() and detach_tasks()/attach_tasks(), pulling tasks to
+// dst. It returns whether any task moved.
+func (s *sim) loadBalance(dst int32, idle, newIdle bool) bool {
+	if s.nCPU == 1 {
+		return false
+	}
+	// update_sd_lb_stats()
+	var total float64
+	busiest := int32(-1)
+	var bst, local lbStat
+	for c := int32(0); c < s.nCPU; c++ {
+		s.cpuPelt(c)
+		cpu := &s.cpus[c]
+		st := lbStat{nr: s.rqs[cpu.root].hNr, load: s.cpuLoad(c)}
+		st.typ = groupClassify(st.nr, cpu.util.avg, cpu.runnable.avg)
+		total += st.load
+		if c == dst {
+			local = st
+			continue
+		}
+		if st.nr == 0 {
+			continue
+		}
+		// update_sd_pick_busiest()
+		if busiest < 0 || st.typ > bst.typ ||
+			(st.typ == bst.typ && st.typ == groupOverloaded && st.load > bst.load) ||
+			(st.typ == bst.typ && st.typ == groupHasSpare && st.nr > bst.nr) {
+			busiest, bst = c, st
+		}
+	}
+	if busiest < 0 {
+		return false
+	}
+	// find_busiest_group()
+	sdsAvg := total / float64(s.nCPU)
+	if local.typ > bst.typ {
+		return false
+	}
+	if local.typ == groupOverloaded {
+		if local.load >= bst.load || local.load >= sdsAvg || 100*bst.load <= imbalancePct*local.load {
+			return false
+		}
+	}
+	if bst.typ != groupOverloaded {
+		if !idle || bst.nr <= 1 {
+			return false
+		}
+	}
+	// calculate_imbalance()
+	migrateTask := false
+	var imbalance float64
+	if local.typ == groupHasSpare {
+		migrateTask = true
+		imbalance = float64(max(0, bst.nr-local.nr) >> 1)
+	} else {
+		if local.typ < groupOverloaded && local.load >= bst.load {
+			return false
+		}
+		imbalance = min(bst.load-sdsAvg, sdsAvg-local.load)
+	}
+	if imbalance <= 0 {
+		return false
+	}
+	// detach_tasks(): walk the busiest CPU's tasks from the least recently
+	// run (the tail of cfs_tasks).
+	cand := append(s.scratch[:0], s.cpus[busiest].tasks...)
+	slices.SortFunc(cand, func(a, b int32) int {
+		ta, tb := s.tasks[a].listStamp, s.tasks[b].listStamp
+		if ta != tb {
+			if ta < tb {
+				return -1
+			}
+			return 1
+		}
+		return int(a - b)
+	})
+	loopMax := min(s.nrMigrate, int(s.rqs[s.cpus[busiest].root].hNr))
+	failed := s.cpus[dst].nrBalanceFailed
+	moved := 0
+	for i, ti := range cand {
+		if i >= loopMax {
+			break
+		}
+		if idle && s.rqs[s.cpus[busiest].root].hNr <= 1 {
+			break
+		}
+		if !s.canMigrateTask(ti, dst, failed) {
+			continue
+		}
+		if migrateTask {
+			imbalance--
+		} else {
+			load := max(s.taskHLoad(ti), 1)
+			if s.feat.lbMin && load < 16 && failed == 0 {
+				continue
+			}
+			if load/float64(uint64(1)<<min(uint(failed), 62)) > imbalance {
+				continue
+			}
+			imbalance -= load
+		}
+		s.moveQueuedTask(ti, dst)
+		moved++
+		if newIdle || imbalance <= 0 {
+			break
+		}
+	}
+	s.scratch = cand[:0]
+	if !newIdle {
+		if moved == 0 {
+			s.cpus[dst].nrBalanceFailed++
+		} else {
+			s.cpus[dst].nrBalanceFailed = 0
+		}
+	}
+	return moved > 0
+}
+
+// canMigrateTask is can_migrate_task(): not running, not in a throttled
+// hierarchy on either side, and not cache hot unless balancing keeps failing.
+func (s *sim) canMigrateTask(ti, dst int32, failed int) bool {
+	t := &s.tasks[ti]
+	if t.running {
+		return false
+	}
+	if s.throttledHierarchy(s.ents[t.se].rq) {
+		return false
+	}
+	if t.tg >= 0 && s.throttledHierarchy(s.tgs[t.tg].rq[dst]) {
+		return false
+	}
+	if s.taskHot(ti) && failed <= cacheNiceTries {
+		return false
+	}
+	return true
+}
+
+// taskHot is task_hot(): did the task run within the last migration cost?
+func (s *sim) taskHot(ti int32) bool {
+	t := &s.tasks[ti]
+	if t.policy == polIdle {
+		return false
+	}
+	if s.migrationCost < 0 {
+		return true
+	}
+	if s.migrationCost == 0 {
+		return false
+	}
+	return s.now-s.ents[t.se].execStart < s.migrationCost
+}
+
+// moveQueuedTask is detach_task() + attach_task(): dequeue, move, enqueue,
+// and check preemption on the destination.
+func (s *sim) moveQueuedTask(ti, dst int32) {
+	s.dequeueTask(ti, 0)
+	s.migrateTask(ti, dst)
+	s.enqueueTask(ti, 0)
+	s.checkPreemptCurr(dst, ti, dst, false)
+}

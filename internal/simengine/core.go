@@ -1,0 +1,372 @@
+package simengine
+
+// This file holds the core scheduler paths (kernel/sched/core.c): __schedule,
+// the tick, try_to_wake_up, and task migration.
+
+// schedule is __schedule() for a CPU: throttle what ran out of quota, pick
+// the next task, switch, and new-idle balance when nothing is left.
+func (s *sim) schedule(c int32) {
+	cpu := &s.cpus[c]
+	cpu.needResched = false
+	cpu.lazyResched = false
+	prev := cpu.curr
+	prevPut := false
+	if prev >= 0 {
+		// check_cfs_rq_runtime() on the way down (pick_next_task_fair)
+		// throttles queues whose group ran dry, then takes the simple path.
+		throttled := false
+		for se := s.tasks[prev].se; se >= 0; se = s.ents[se].parent {
+			if my := s.ents[se].rq; s.rqs[my].tg >= 0 && s.checkCfsRqRuntime(my) {
+				throttled = true
+			}
+		}
+		if throttled {
+			s.putPrevTask(prev)
+			prevPut = true
+		}
+	}
+	next := s.pickNextTaskFair(c)
+	cpu.needResched = false // clear_tsk_need_resched() after the pick
+	if next < 0 {
+		if prev >= 0 && !prevPut {
+			s.putPrevTask(prev)
+		}
+		if prev >= 0 {
+			s.switchOut(c, prev)
+		}
+		// newidle_balance(): try to pull before going idle.
+		if s.newidleBalance(c) {
+			next = s.pickNextTaskFair(c)
+		}
+		if next < 0 {
+			cpu.idleStamp = s.now
+			s.setIdle(c, s.cpuIdle(c))
+			if s.trace != nil && prev >= 0 {
+				s.trace("cpu%d idle", c)
+			}
+			return
+		}
+		s.setNextTask(next)
+		s.switchIn(c, next)
+		return
+	}
+	if next == prev && !prevPut {
+		return
+	}
+	if prev >= 0 && !prevPut {
+		// Put the previous hierarchy and set the next one below their
+		// common ancestor only, as pick_next_task_fair() does.
+		pse, nse := s.tasks[prev].se, s.tasks[next].se
+		stack := s.scratch[:0]
+		for s.ents[pse].depth > s.ents[nse].depth {
+			s.putPrevEntity(s.ents[pse].rq, pse)
+			pse = s.ents[pse].parent
+		}
+		for s.ents[nse].depth > s.ents[pse].depth {
+			stack = append(stack, nse)
+			nse = s.ents[nse].parent
+		}
+		for pse != nse {
+			s.putPrevEntity(s.ents[pse].rq, pse)
+			stack = append(stack, nse)
+			pse = s.ents[pse].parent
+			nse = s.ents[nse].parent
+		}
+		for i := len(stack) - 1; i >= 0; i-- {
+			s.setNextEntity(s.ents[stack[i]].rq, stack[i])
+		}
+		s.scratch = stack[:0]
+	} else {
+		s.setNextTask(next)
+	}
+	if next == prev {
+		return
+	}
+	if prev >= 0 {
+		s.switchOut(c, prev)
+	}
+	s.switchIn(c, next)
+}
+
+// putPrevTask is put_prev_task_fair(): put_prev_entity() at every level.
+func (s *sim) putPrevTask(ti int32) {
+	for se := s.tasks[ti].se; se >= 0; se = s.ents[se].parent {
+		s.putPrevEntity(s.ents[se].rq, se)
+	}
+}
+
+// setNextTask is set_next_task_fair(): set_next_entity() at every level, top down.
+func (s *sim) setNextTask(ti int32) {
+	stack := s.scratch[:0]
+	for se := s.tasks[ti].se; se >= 0; se = s.ents[se].parent {
+		stack = append(stack, se)
+	}
+	for i := len(stack) - 1; i >= 0; i-- {
+		s.setNextEntity(s.ents[stack[i]].rq, stack[i])
+	}
+	s.scratch = stack[:0]
+}
+
+// switchOut takes task ti off CPU c.
+func (s *sim) switchOut(c, ti int32) {
+	cpu := &s.cpus[c]
+	t := &s.tasks[ti]
+	s.cpuPelt(c)
+	s.taskPelt(ti)
+	t.running = false
+	cpu.curr = -1
+	cpu.ver++
+	if t.state == tsQueued && s.inWindow() {
+		t.invol++ // preempted while runnable
+	}
+}
+
+// switchIn puts task ti on CPU c (context_switch()): it pays the context
+// switch cost, records its wakeup latency, and its run-end event is armed.
+func (s *sim) switchIn(c, ti int32) {
+	cpu := &s.cpus[c]
+	t := &s.tasks[ti]
+	s.cpuPelt(c)
+	s.taskPelt(ti)
+	t.running = true
+	cpu.curr = ti
+	cpu.ver++
+	t.listStamp = s.now // list_move to the head of cfs_tasks
+	s.setIdle(c, false)
+	if s.ctxNs > 0 && t.workEnd != never {
+		t.workEnd += s.scaleExec(s.ctxNs)
+	}
+	if t.wakeAt >= 0 {
+		ranAt := s.now + s.ctxNs
+		if ranAt >= s.winStart && ranAt < s.end && t.hist != nil {
+			t.hist.record(ranAt - t.wakeAt)
+		}
+		t.wakeAt = -1
+	}
+	s.armRunEnd(c)
+	if s.trace != nil {
+		s.trace("cpu%d run task%d", c, ti)
+	}
+}
+
+// armRunEnd schedules the end of the running task's current CPU burst.
+func (s *sim) armRunEnd(c int32) {
+	cpu := &s.cpus[c]
+	t := &s.tasks[cpu.curr]
+	if t.workEnd == never {
+		return
+	}
+	rem := t.workEnd - s.ents[t.se].sumExec
+	if rem < 0 {
+		rem = 0
+	}
+	s.push(event{t: s.now + s.unscaleExec(rem), kind: evRunEnd, a: c, ver: cpu.ver})
+}
+
+// runEnd handles the end of a CPU burst of the task running on c.
+func (s *sim) runEnd(c int32, ver uint32) {
+	cpu := &s.cpus[c]
+	if cpu.ver != ver || cpu.curr < 0 {
+		return
+	}
+	ti := cpu.curr
+	t := &s.tasks[ti]
+	s.updateCurr(s.ents[t.se].rq)
+	if s.ents[t.se].sumExec < t.workEnd {
+		s.armRunEnd(c)
+		return
+	}
+	s.burstDone(ti)
+}
+
+// blockTask is the task going to sleep: deactivate_task(DEQUEUE_SLEEP), a
+// voluntary context switch.
+func (s *sim) blockTask(ti int32) {
+	t := &s.tasks[ti]
+	if t.pendingWake {
+		// A wakeup arrived while it was still running: it doesn't sleep.
+		t.pendingWake = false
+		return
+	}
+	s.dequeueTask(ti, deqSleep)
+	t.state = tsSleeping
+	if s.inWindow() {
+		t.vol++
+	}
+	s.reschedCurr(t.cpu, false)
+}
+
+// tick is scheduler_tick() on every CPU at once (ticks are not skewed by
+// default). Idle CPUs are tickless (NO_HZ_IDLE); a busy CPU kicks the idle
+// load balance for them (nohz_balancer_kick()).
+func (s *sim) tick() {
+	anyIdleDue := false
+	for c := int32(0); c < s.nCPU; c++ {
+		cpu := &s.cpus[c]
+		if cpu.curr < 0 {
+			if cpu.nextBalance <= s.now {
+				anyIdleDue = true
+			}
+			continue
+		}
+		if cpu.lazyResched {
+			s.reschedCurr(c, false)
+		}
+		s.taskTickFair(c)
+		s.cpuPelt(c)
+		if cpu.nextBalance <= s.now {
+			// rebalance_domains(): busy CPUs balance busy_factor times less often.
+			s.loadBalance(c, false, false)
+			cpu.nextBalance = s.now + s.balanceIntervalNs*busyFactor
+		}
+	}
+	if anyIdleDue && s.nCPU > 1 && s.overloaded() {
+		for c := int32(0); c < s.nCPU; c++ {
+			cpu := &s.cpus[c]
+			if cpu.curr < 0 && cpu.nextBalance <= s.now {
+				if s.loadBalance(c, true, false) {
+					s.reschedCurr(c, false)
+				}
+				cpu.nextBalance = s.now + s.balanceIntervalNs
+			}
+		}
+	}
+}
+
+// armTimer arms a wakeup timer for time at (hrtimer on the task's CPU).
+func (s *sim) armTimer(ti int32, at int64) {
+	t := &s.tasks[ti]
+	t.waitReason = at
+	t.waker = -1 // the timer fires on the task's CPU
+	t.pendingSync = false
+	s.push(event{t: at + s.timerNs + s.wakeNs, kind: evWake, a: ti})
+}
+
+// wakeTask wakes ti on behalf of the task running on wakerCPU (a pipe write).
+func (s *sim) wakeTask(ti, wakerCPU int32, sync bool) {
+	t := &s.tasks[ti]
+	if s.wakeNs == 0 {
+		s.tryToWakeUp(ti, wakerCPU, sync, s.now)
+		return
+	}
+	t.waitReason = s.now
+	t.waker = wakerCPU
+	t.pendingSync = false // the waker has blocked by the time it lands
+	s.push(event{t: s.now + s.wakeNs, kind: evWake, a: ti})
+}
+
+// tryToWakeUp is try_to_wake_up(): select a CPU, migrate if it changed,
+// enqueue with ENQUEUE_WAKEUP and check preemption.
+func (s *sim) tryToWakeUp(ti, wakerCPU int32, sync bool, reason int64) {
+	t := &s.tasks[ti]
+	if t.state != tsSleeping {
+		t.pendingWake = true
+		return
+	}
+	if wakerCPU < 0 {
+		wakerCPU = t.cpu
+	}
+	c := s.selectTaskRq(ti, wakerCPU, sync)
+	if c != t.cpu {
+		s.migrateTask(ti, c)
+	}
+	cpu := &s.cpus[c]
+	if s.cpuIdle(c) {
+		// ttwu_do_activate(): update rq->avg_idle with this idle period.
+		d := s.now - cpu.idleStamp
+		maxIdle := 2 * max(s.migrationCost, 0)
+		if d > maxIdle {
+			d = maxIdle
+		}
+		cpu.avgIdle += (d - cpu.avgIdle) / 8
+	}
+	t.state = tsQueued
+	t.wakeAt = reason
+	s.enqueueTask(ti, enqWakeup)
+	if s.trace != nil {
+		s.trace("wake task%d on cpu%d", ti, c)
+	}
+	if sync && c == wakerCPU {
+		// WF_SYNC: the waker is about to block; it reschedules itself.
+		return
+	}
+	s.checkPreemptCurr(c, ti, wakerCPU, false)
+}
+
+// migrateTask moves a task that is not queued to CPU c:
+// migrate_task_rq_fair() plus the PELT detach/attach that follows
+// (detach_entity_load_avg / attach_entity_load_avg, propagated to the group
+// entities above as update_tg_cfs_load() does).
+func (s *sim) migrateTask(ti, c int32) {
+	t := &s.tasks[ti]
+	e := &s.ents[t.se]
+	if !s.eevdf && !t.vNormalized {
+		// A sleeping task's vruntime was not made relative at dequeue.
+		e.vruntime -= s.rqs[e.rq].minV
+		t.vNormalized = true
+	}
+	old := t.cpu
+	s.detachTaskLoad(ti)
+	s.cpuPelt(old)
+	s.taskPelt(ti)
+	s.cpus[old].util.avg = max(0, s.cpus[old].util.avg-t.util.avg)
+	s.cpus[old].runnable.avg = max(0, s.cpus[old].runnable.avg-t.runnable.avg)
+	s.placeTaskOnCPU(ti, c)
+	s.cpuPelt(c)
+	s.cpus[c].util.avg += t.util.avg
+	s.cpus[c].runnable.avg += t.runnable.avg
+	s.attachTaskLoad(ti)
+	if s.trace != nil {
+		s.trace("migrate task%d cpu%d->cpu%d", ti, old, c)
+	}
+}
+
+func (s *sim) detachTaskLoad(ti int32) {
+	se := s.tasks[ti].se
+	s.updateSeLoad(se)
+	amt := s.ents[se].load.avg
+	cq := s.ents[se].rq
+	for {
+		s.updateRqLoad(cq)
+		r := &s.rqs[cq]
+		before := r.loadAvg.avg
+		r.loadAvg.avg = max(0, before-amt)
+		s.syncTgContrib(cq)
+		if r.ge < 0 {
+			return
+		}
+		ge := r.ge
+		s.updateSeLoad(ge)
+		g := &s.ents[ge]
+		dec := 0.0
+		if before > 0 {
+			dec = g.load.avg * min(1, amt/before)
+		}
+		g.load.avg -= dec
+		amt = dec
+		cq = g.rq
+	}
+}
+
+func (s *sim) attachTaskLoad(ti int32) {
+	se := s.tasks[ti].se
+	amt := s.ents[se].load.avg
+	s.ents[se].load.t = s.now &^ peltQuantMask
+	cq := s.ents[se].rq
+	for {
+		s.updateRqLoad(cq)
+		r := &s.rqs[cq]
+		r.loadAvg.avg += amt
+		s.syncTgContrib(cq)
+		if r.ge < 0 {
+			return
+		}
+		ge := r.ge
+		s.updateSeLoad(ge)
+		w := float64(s.calcGroupShares(cq))
+		inc := amt * w / max(r.loadAvg.avg, 1)
+		s.ents[ge].load.avg += inc
+		amt = inc
+		cq = s.ents[ge].rq
+	}
+}

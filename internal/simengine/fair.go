@@ -1,0 +1,1023 @@
+package simengine
+
+// This file holds the fair-class rules of kernel/sched/fair.c. Functions
+// are named after their kernel counterparts; each comment names the version
+// it follows: v6.1 for CFS, v6.6..v6.12 for EEVDF.
+
+// floorDiv divides rounding towards minus infinity, as avg_vruntime() does
+// for negative sums.
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if (a%b != 0) && ((a < 0) != (b < 0)) {
+		q--
+	}
+	return q
+}
+
+// calcDeltaFair is calc_delta_fair(): delta scaled by NICE_0_LOAD / weight.
+func calcDeltaFair(delta int64, e *entity) int64 {
+	if e.weight == nice0Load {
+		return delta
+	}
+	return delta * nice0Load / e.weight
+}
+
+// ---- tree (the rb-tree of queued entities, minus curr) ----
+
+// enqueueTree is __enqueue_entity() with avg_vruntime_add() (v6.6).
+func (s *sim) enqueueTree(cq, se int32) {
+	r := &s.rqs[cq]
+	e := &s.ents[se]
+	e.pos = int32(len(r.tree))
+	e.treeSeq = s.seq
+	s.seq++
+	r.tree = append(r.tree, se)
+	r.avgSum += (e.vruntime - r.minV) * e.weight
+	r.avgLoad += e.weight
+	if r.leftmost < 0 || e.vruntime < s.ents[r.leftmost].vruntime {
+		r.leftmost = se
+	}
+}
+
+// dequeueTree is __dequeue_entity() with avg_vruntime_sub() (v6.6).
+func (s *sim) dequeueTree(cq, se int32) {
+	r := &s.rqs[cq]
+	e := &s.ents[se]
+	last := int32(len(r.tree) - 1)
+	moved := r.tree[last]
+	r.tree[e.pos] = moved
+	s.ents[moved].pos = e.pos
+	r.tree = r.tree[:last]
+	e.pos = -1
+	r.avgSum -= (e.vruntime - r.minV) * e.weight
+	r.avgLoad -= e.weight
+	if r.leftmost == se {
+		r.leftmost = -1
+		for _, x := range r.tree {
+			if r.leftmost < 0 || entityBefore(&s.ents[x], &s.ents[r.leftmost]) {
+				r.leftmost = x
+			}
+		}
+	}
+}
+
+// entityBefore orders the tree by vruntime; equal keys keep insertion order
+// (the rb-tree inserts equal keys to the right).
+func entityBefore(a, b *entity) bool {
+	return a.vruntime < b.vruntime || (a.vruntime == b.vruntime && a.treeSeq < b.treeSeq)
+}
+
+// ---- EEVDF: avg_vruntime, eligibility, deadlines ----
+
+// avgVruntime is avg_vruntime() (v6.6): the weighted average vruntime V of
+// the queue, including curr.
+func (s *sim) avgVruntime(cq int32) int64 {
+	r := &s.rqs[cq]
+	avg, load := r.avgSum, r.avgLoad
+	if r.curr >= 0 && s.ents[r.curr].onRq {
+		c := &s.ents[r.curr]
+		avg += (c.vruntime - r.minV) * c.weight
+		load += c.weight
+	}
+	if load > 0 {
+		avg = floorDiv(avg, load)
+	}
+	return r.minV + avg
+}
+
+// entityEligible is entity_eligible()/vruntime_eligible() (v6.6): lag >= 0,
+// i.e. v_i <= V, without the division.
+func (s *sim) entityEligible(cq, se int32) bool {
+	r := &s.rqs[cq]
+	avg, load := r.avgSum, r.avgLoad
+	if r.curr >= 0 && s.ents[r.curr].onRq {
+		c := &s.ents[r.curr]
+		avg += (c.vruntime - r.minV) * c.weight
+		load += c.weight
+	}
+	return avg >= (s.ents[se].vruntime-r.minV)*load
+}
+
+// updateEntityLag is update_entity_lag() (v6.6): vlag = V - v, clamped to
+// the lag a request of max(2*slice, TICK_NSEC) could build up.
+func (s *sim) updateEntityLag(cq, se int32) {
+	e := &s.ents[se]
+	lag := s.avgVruntime(cq) - e.vruntime
+	limit := calcDeltaFair(max(2*e.slice, s.tickNs), e)
+	e.vlag = max(-limit, min(lag, limit))
+}
+
+// entitySlice is the request size of an entity: a task's custom slice or the
+// base slice; a group entity's slice is the smallest slice queued below it
+// (cfs_rq_min_slice(), v6.12).
+func (s *sim) entitySlice(se int32) int64 {
+	e := &s.ents[se]
+	if e.my < 0 {
+		if e.customSlice {
+			return e.slice
+		}
+		return s.baseSlice
+	}
+	r := &s.rqs[e.my]
+	m := int64(never)
+	if r.curr >= 0 && s.ents[r.curr].onRq {
+		m = s.ents[r.curr].slice
+	}
+	for _, x := range r.tree {
+		if sl := s.ents[x].slice; sl < m {
+			m = sl
+		}
+	}
+	if m == never {
+		return s.baseSlice
+	}
+	return m
+}
+
+// updateDeadline is update_deadline() (v6.6): once the entity has consumed
+// its request (vruntime passed its deadline) it gets a new one and, if others
+// wait, the CPU is rescheduled.
+func (s *sim) updateDeadline(cq, se int32) {
+	e := &s.ents[se]
+	if e.vruntime-e.deadline < 0 {
+		return
+	}
+	if e.my < 0 {
+		e.slice = s.entitySlice(se)
+	}
+	e.deadline = e.vruntime + calcDeltaFair(e.slice, e)
+	if s.rqs[cq].nr > 1 {
+		s.reschedCurr(s.rqs[cq].cpu, false)
+	}
+}
+
+// pickEEVDF is pick_eevdf()/__pick_eevdf(cfs_rq, protect) (v6.6, with the
+// v6.12 protect argument): the eligible entity with the earliest virtual
+// deadline; with RUN_TO_PARITY the current entity keeps the CPU until the
+// deadline it was picked with.
+func (s *sim) pickEEVDF(cq int32, protect bool) int32 {
+	r := &s.rqs[cq]
+	curr := r.curr
+	if curr >= 0 && !s.ents[curr].onRq {
+		curr = -1
+	}
+	if r.nr == 1 {
+		if curr >= 0 {
+			return curr
+		}
+		return r.leftmost
+	}
+	if curr >= 0 && !s.entityEligible(cq, curr) {
+		curr = -1
+	}
+	if protect && s.feat.runToParity && curr >= 0 {
+		c := &s.ents[curr]
+		if c.protectOK && c.protect == c.deadline {
+			return curr
+		}
+	}
+	// Eligibility: (v_i - min_vruntime) * load <= Σ (v_j - min_vruntime) w_j.
+	avg, load := r.avgSum, r.avgLoad
+	if r.curr >= 0 && s.ents[r.curr].onRq {
+		c := &s.ents[r.curr]
+		avg += (c.vruntime - r.minV) * c.weight
+		load += c.weight
+	}
+	best := int32(-1)
+	var bd, bv int64
+	var bs uint64
+	for _, x := range r.tree {
+		e := &s.ents[x]
+		if (e.vruntime-r.minV)*load > avg {
+			continue
+		}
+		if best < 0 || e.deadline < bd || (e.deadline == bd && (e.vruntime < bv || (e.vruntime == bv && e.treeSeq < bs))) {
+			best, bd, bv, bs = x, e.deadline, e.vruntime, e.treeSeq
+		}
+	}
+	if best < 0 || (curr >= 0 && s.ents[curr].deadline < bd) {
+		best = curr
+	}
+	if best < 0 {
+		best = r.leftmost
+	}
+	return best
+}
+
+// pickNextEntity is pick_next_entity(): pick_eevdf() for EEVDF; for CFS
+// (v6.1) the leftmost entity, or curr if it is further left.
+func (s *sim) pickNextEntity(cq int32) int32 {
+	if s.eevdf {
+		return s.pickEEVDF(cq, true)
+	}
+	r := &s.rqs[cq]
+	left := r.leftmost
+	if r.curr >= 0 && s.ents[r.curr].onRq {
+		if left < 0 || s.ents[r.curr].vruntime < s.ents[left].vruntime {
+			left = r.curr
+		}
+	}
+	return left
+}
+
+// updateMinVruntime is update_min_vruntime() (v6.1 and v6.6): the queue's
+// monotonic zero point; for EEVDF moving it shifts avg_vruntime's sum.
+func (s *sim) updateMinVruntime(cq int32) {
+	r := &s.rqs[cq]
+	v := r.minV
+	curOn := r.curr >= 0 && s.ents[r.curr].onRq
+	if curOn {
+		v = s.ents[r.curr].vruntime
+	}
+	if r.leftmost >= 0 {
+		lv := s.ents[r.leftmost].vruntime
+		if !curOn || lv < v {
+			v = lv
+		}
+	}
+	if d := v - r.minV; d > 0 {
+		r.avgSum -= r.avgLoad * d
+		r.minV = v
+	}
+}
+
+// updateCurr is update_curr(): charge the running entity of cq for the time
+// since it last was, advance its vruntime, renew its EEVDF deadline, and
+// charge the group's bandwidth.
+func (s *sim) updateCurr(cq int32) {
+	r := &s.rqs[cq]
+	cur := r.curr
+	if cur < 0 {
+		return
+	}
+	e := &s.ents[cur]
+	start := e.execStart
+	delta := s.now - start
+	if delta <= 0 {
+		return
+	}
+	e.execStart = s.now
+	d := s.scaleExec(delta)
+	e.sumExec += d
+	e.vruntime += calcDeltaFair(d, e)
+	if s.eevdf {
+		s.updateDeadline(cq, cur)
+	}
+	s.updateMinVruntime(cq)
+	if e.task >= 0 {
+		s.accountTask(e.task, start, s.now)
+	}
+	if r.tg >= 0 && s.tgs[r.tg].quota > 0 {
+		s.accountCfsRqRuntime(cq, d)
+	}
+}
+
+// ---- CFS (v6.1) ----
+
+// schedPeriod is __sched_period() (v6.1).
+func (s *sim) schedPeriod(nr int64) int64 {
+	if nr > s.nrLatency {
+		return nr * s.minGran
+	}
+	return s.latency
+}
+
+// schedSlice is sched_slice() (v6.1): the entity's share of the period,
+// scaled by its weight at every level of the hierarchy.
+func (s *sim) schedSlice(cq, se int32) int64 {
+	r := &s.rqs[cq]
+	nr := int64(r.nr)
+	if s.feat.altPeriod {
+		nr = int64(s.rqs[s.cpus[r.cpu].root].hNr)
+	}
+	if !s.ents[se].onRq {
+		nr++
+	}
+	slice := s.schedPeriod(nr)
+	init := se
+	for x := se; x >= 0; x = s.ents[x].parent {
+		e := &s.ents[x]
+		load := s.rqs[e.rq].load
+		if !e.onRq {
+			load += e.weight
+		}
+		if load > 0 {
+			slice = slice * e.weight / load
+		}
+	}
+	if s.feat.baseSlice {
+		mg := s.minGran
+		if s.ents[init].idle && !s.schedIdleRq(cq) {
+			mg = idleMinGranNs
+		}
+		slice = max(slice, mg)
+	}
+	return slice
+}
+
+// schedIdleRq is sched_idle_cfs_rq(): only idle entities are queued
+// (approximated with task counts).
+func (s *sim) schedIdleRq(cq int32) bool {
+	r := &s.rqs[cq]
+	return r.hNr > 0 && r.hNr == r.idleHNr
+}
+
+// checkPreemptTick is check_preempt_tick() (v6.1).
+func (s *sim) checkPreemptTick(cq, se int32) {
+	e := &s.ents[se]
+	ideal := s.schedSlice(cq, se)
+	deltaExec := e.sumExec - e.prevSumExec
+	if deltaExec > ideal {
+		s.reschedCurr(s.rqs[cq].cpu, false)
+		return
+	}
+	// Ensure that a task that missed wakeup preemption by a narrow margin
+	// doesn't have to wait for a full slice.
+	if deltaExec < s.minGran {
+		return
+	}
+	left := s.rqs[cq].leftmost
+	if left < 0 {
+		return
+	}
+	delta := e.vruntime - s.ents[left].vruntime
+	if delta < 0 {
+		return
+	}
+	if delta > ideal {
+		s.reschedCurr(s.rqs[cq].cpu, false)
+	}
+}
+
+// wakeupPreemptEntity is wakeup_preempt_entity() (v6.1) with wakeup_gran().
+func (s *sim) wakeupPreemptEntity(curr, se int32) int {
+	vdiff := s.ents[curr].vruntime - s.ents[se].vruntime
+	if vdiff <= 0 {
+		return -1
+	}
+	gran := calcDeltaFair(s.wakeupGran, &s.ents[se])
+	if vdiff > gran {
+		return 1
+	}
+	return 0
+}
+
+// ---- placement ----
+
+// placeEntity is place_entity().
+//
+// EEVDF (v6.6): the entity is placed at V minus its preserved lag, the lag
+// inflated by (W + w_i)/W so that adding it does not move V by more than its
+// own lag (PLACE_LAG); its deadline is one request ahead, half a request for
+// a new task (PLACE_DEADLINE_INITIAL).
+//
+// CFS (v6.1): new tasks start one vslice after min_vruntime (START_DEBIT);
+// waking entities get a sleeper credit of sched_latency (half with
+// GENTLE_FAIR_SLEEPERS), but never move backwards.
+func (s *sim) placeEntity(cq, se int32, flags int) {
+	r := &s.rqs[cq]
+	e := &s.ents[se]
+	if s.eevdf {
+		V := s.avgVruntime(cq)
+		e.slice = s.entitySlice(se)
+		vslice := calcDeltaFair(e.slice, e)
+		var lag int64
+		if s.feat.placeLag && r.nr > 0 {
+			lag = e.vlag
+			load := r.avgLoad
+			if r.curr >= 0 && s.ents[r.curr].onRq {
+				load += s.ents[r.curr].weight
+			}
+			if load > 0 {
+				lag = lag * (load + e.weight) / load
+			}
+		}
+		e.vruntime = V - lag
+		if s.feat.placeDeadlineInitial && flags&enqInitial != 0 {
+			vslice /= 2
+		}
+		e.deadline = e.vruntime + vslice
+		return
+	}
+	v := r.minV
+	initial := flags&enqInitial != 0
+	if initial && s.feat.startDebit {
+		v += calcDeltaFair(s.schedSlice(cq, se), e) // sched_vslice()
+	}
+	if !initial {
+		thresh := s.latency
+		if e.idle {
+			thresh = s.minGran
+		}
+		if s.feat.gentleFairSleepers {
+			thresh >>= 1
+		}
+		v -= thresh
+	}
+	if initial || v > e.vruntime {
+		e.vruntime = v
+	}
+}
+
+// ---- enqueue / dequeue ----
+
+// enqueueEntity is enqueue_entity() (v6.6 for EEVDF, v6.1 for CFS).
+func (s *sim) enqueueEntity(cq, se int32, flags int) {
+	r := &s.rqs[cq]
+	e := &s.ents[se]
+	if !s.eevdf && e.task >= 0 && s.tasks[e.task].vNormalized {
+		// renorm: vruntime was made relative at migration / non-sleep dequeue.
+		s.updateCurr(cq)
+		e.vruntime += r.minV
+		s.tasks[e.task].vNormalized = false
+	} else {
+		s.updateCurr(cq)
+	}
+	s.updateRqLoad(cq)
+	s.updateSeLoad(se)
+	s.updateCfsGroup(se)
+	if s.eevdf || flags&(enqWakeup|enqInitial) != 0 {
+		s.placeEntity(cq, se, flags)
+	}
+	r.load += e.weight
+	r.nr++
+	if r.curr != se {
+		s.enqueueTree(cq, se)
+	}
+	e.onRq = true
+	if !s.eevdf {
+		s.updateMinVruntime(cq)
+	}
+}
+
+// dequeueEntity is dequeue_entity() (v6.6 / v6.1).
+func (s *sim) dequeueEntity(cq, se int32, flags int) {
+	r := &s.rqs[cq]
+	e := &s.ents[se]
+	s.updateCurr(cq)
+	s.updateRqLoad(cq)
+	s.updateSeLoad(se)
+	if s.eevdf {
+		s.updateEntityLag(cq, se)
+	}
+	if r.curr != se {
+		s.dequeueTree(cq, se)
+	}
+	e.onRq = false
+	r.load -= e.weight
+	r.nr--
+	if !s.eevdf && flags&deqSleep == 0 && e.task >= 0 {
+		e.vruntime -= r.minV
+		s.tasks[e.task].vNormalized = true
+	}
+	s.updateCfsGroup(se)
+	s.updateMinVruntime(cq)
+}
+
+// enqueueTask is enqueue_task_fair(): enqueue the task's entity and every
+// ancestor that was not queued yet, and account h_nr_running up to the root
+// or the first throttled queue.
+func (s *sim) enqueueTask(ti int32, flags int) {
+	t := &s.tasks[ti]
+	c := t.cpu
+	s.cpuPelt(c)
+	s.taskPelt(ti)
+	idle := int32(0)
+	if t.policy == polIdle {
+		idle = 1
+	}
+	se := t.se
+	throttled := false
+	for ; se >= 0; se = s.ents[se].parent {
+		if s.ents[se].onRq {
+			break
+		}
+		cq := s.ents[se].rq
+		s.enqueueEntity(cq, se, flags)
+		r := &s.rqs[cq]
+		r.hNr++
+		r.idleHNr += idle
+		if r.idle {
+			idle = 1
+		}
+		if r.throttled {
+			throttled = true
+			break
+		}
+		flags = enqWakeup
+	}
+	if !throttled && se >= 0 {
+		for ; se >= 0; se = s.ents[se].parent {
+			cq := s.ents[se].rq
+			s.updateRqLoad(cq)
+			s.updateSeLoad(se)
+			s.updateCfsGroup(se)
+			r := &s.rqs[cq]
+			r.hNr++
+			r.idleHNr += idle
+			if r.idle {
+				idle = 1
+			}
+			if r.throttled {
+				break
+			}
+		}
+	}
+	cpu := &s.cpus[c]
+	t.cpuPos = int32(len(cpu.tasks))
+	cpu.tasks = append(cpu.tasks, ti)
+	t.listStamp = s.now
+	s.setIdle(c, s.cpuIdle(c))
+}
+
+// dequeueTask is dequeue_task_fair(): dequeue the task's entity and every
+// ancestor left empty.
+func (s *sim) dequeueTask(ti int32, flags int) {
+	t := &s.tasks[ti]
+	c := t.cpu
+	s.cpuPelt(c)
+	s.taskPelt(ti)
+	idle := int32(0)
+	if t.policy == polIdle {
+		idle = 1
+	}
+	se := t.se
+	throttled := false
+	for se >= 0 {
+		cq := s.ents[se].rq
+		s.dequeueEntity(cq, se, flags)
+		r := &s.rqs[cq]
+		r.hNr--
+		r.idleHNr -= idle
+		if r.idle {
+			idle = 1
+		}
+		se = s.ents[se].parent
+		if r.throttled {
+			throttled = true
+			break
+		}
+		// Don't dequeue the parent if it has other entities besides us.
+		if r.load > 0 {
+			break
+		}
+		flags |= deqSleep
+	}
+	if !throttled {
+		for ; se >= 0; se = s.ents[se].parent {
+			cq := s.ents[se].rq
+			s.updateRqLoad(cq)
+			s.updateSeLoad(se)
+			s.updateCfsGroup(se)
+			r := &s.rqs[cq]
+			r.hNr--
+			r.idleHNr -= idle
+			if r.idle {
+				idle = 1
+			}
+			if r.throttled {
+				break
+			}
+		}
+	}
+	cpu := &s.cpus[c]
+	last := int32(len(cpu.tasks) - 1)
+	moved := cpu.tasks[last]
+	cpu.tasks[t.cpuPos] = moved
+	s.tasks[moved].cpuPos = t.cpuPos
+	cpu.tasks = cpu.tasks[:last]
+	t.cpuPos = -1
+	s.setIdle(c, s.cpuIdle(c))
+}
+
+// ---- group weights ----
+
+// calcGroupShares is calc_group_shares() (v6.1..v6.12): the group's shares
+// split across CPUs in proportion to each CPU's part of the group's load,
+//
+//	shares = tg->shares * load / (tg->load_avg - contrib + load),
+//	load = max(cfs_rq->load.weight, cfs_rq->avg.load_avg),
+//
+// clamped to [MIN_SHARES, tg->shares]. With SMP_FAIR_GROUPS off (a
+// simulator-only switch) every per-CPU group entity weighs the full shares.
+func (s *sim) calcGroupShares(cq int32) int64 {
+	r := &s.rqs[cq]
+	tg := &s.tgs[r.tg]
+	if !s.feat.smpFairGroups {
+		return tg.shares
+	}
+	load := max(float64(r.load), r.loadAvg.avg)
+	tgWeight := tg.loadAvg - r.contrib + load
+	shares := tg.shares
+	if tgWeight > 0 {
+		shares = int64(float64(tg.shares) * load / tgWeight)
+	}
+	return max(minShares, min(shares, tg.shares))
+}
+
+// updateCfsGroup is update_cfs_group(): recompute a group entity's weight.
+func (s *sim) updateCfsGroup(se int32) {
+	e := &s.ents[se]
+	if e.my < 0 || s.throttledHierarchy(e.my) {
+		return
+	}
+	if w := s.calcGroupShares(e.my); w != e.weight {
+		s.reweightEntity(e.rq, se, w)
+	}
+}
+
+// reweightEntity is reweight_entity(). For EEVDF (v6.12) a queued entity
+// keeps its lag scaled by old/new weight (lag_i = w_i*(V - v_i) is
+// preserved) and its relative deadline likewise, and is placed again. For
+// CFS (v6.1) only the weight and the queue load change.
+func (s *sim) reweightEntity(cq, se int32, w int64) {
+	r := &s.rqs[cq]
+	e := &s.ents[se]
+	old := e.weight
+	if !e.onRq {
+		s.updateSeLoad(se)
+		if s.eevdf {
+			e.vlag = e.vlag * old / w
+		}
+		e.weight = w
+		return
+	}
+	isCurr := r.curr == se
+	if isCurr {
+		s.updateCurr(cq)
+	}
+	s.updateRqLoad(cq)
+	s.updateSeLoad(se)
+	if !s.eevdf {
+		r.load += w - old
+		e.weight = w
+		return
+	}
+	s.updateEntityLag(cq, se)
+	relDeadline := e.deadline - e.vruntime
+	if !isCurr {
+		s.dequeueTree(cq, se)
+	}
+	r.load -= old
+	e.vlag = e.vlag * old / w
+	relDeadline = relDeadline * old / w
+	e.weight = w
+	// place_entity(cfs_rq, se, 0) without counting se itself in the load.
+	oth, othLoad := r.avgSum, r.avgLoad
+	if !isCurr && r.curr >= 0 && s.ents[r.curr].onRq {
+		c := &s.ents[r.curr]
+		oth += (c.vruntime - r.minV) * c.weight
+		othLoad += c.weight
+	}
+	if othLoad > 0 {
+		V := r.minV + floorDiv(oth, othLoad)
+		lag := int64(0)
+		if s.feat.placeLag {
+			lag = e.vlag * (othLoad + w) / othLoad
+		}
+		e.vruntime = V - lag
+	}
+	e.deadline = e.vruntime + relDeadline
+	r.load += w
+	if !isCurr {
+		s.enqueueTree(cq, se)
+	}
+	s.updateMinVruntime(cq)
+}
+
+// throttledHierarchy is throttled_hierarchy(): cq or an ancestor is throttled.
+func (s *sim) throttledHierarchy(cq int32) bool {
+	for cq >= 0 {
+		r := &s.rqs[cq]
+		if r.throttled {
+			return true
+		}
+		if r.ge < 0 {
+			return false
+		}
+		cq = s.ents[r.ge].rq
+	}
+	return false
+}
+
+// ---- pick / put / set ----
+
+// setNextEntity is set_next_entity() (v6.6): take the entity out of the
+// tree, remember the deadline it was picked with (RUN_TO_PARITY), and start
+// its execution clock.
+func (s *sim) setNextEntity(cq, se int32) {
+	e := &s.ents[se]
+	if e.onRq {
+		s.dequeueTree(cq, se)
+		s.updateSeLoad(se)
+		e.protect = e.deadline
+		e.protectOK = true
+	}
+	e.execStart = s.now
+	s.rqs[cq].curr = se
+	e.prevSumExec = e.sumExec
+}
+
+// putPrevEntity is put_prev_entity(): put a still-queued entity back in the
+// tree.
+func (s *sim) putPrevEntity(cq, se int32) {
+	e := &s.ents[se]
+	if e.onRq {
+		s.updateCurr(cq)
+		s.enqueueTree(cq, se)
+		s.updateSeLoad(se)
+	}
+	s.rqs[cq].curr = -1
+}
+
+// pickNextTaskFair is pick_next_task_fair() (v6.6): walk down from the root,
+// picking at each level with the level's current entity still in place.
+func (s *sim) pickNextTaskFair(c int32) int32 {
+	cq := s.cpus[c].root
+	if s.rqs[cq].nr == 0 {
+		return -1
+	}
+	for {
+		r := &s.rqs[cq]
+		if r.curr >= 0 && s.ents[r.curr].onRq {
+			s.updateCurr(cq)
+		}
+		se := s.pickNextEntity(cq)
+		if se < 0 {
+			return -1
+		}
+		e := &s.ents[se]
+		if e.my < 0 {
+			return e.task
+		}
+		cq = e.my
+	}
+}
+
+// ---- wakeup preemption ----
+
+// checkPreemptCurr is wakeup_preempt()/check_preempt_curr(): an idle CPU is
+// always rescheduled; otherwise the fair class decides.
+func (s *sim) checkPreemptCurr(c, ti, wakerCPU int32, fork bool) {
+	if s.cpus[c].curr < 0 {
+		s.reschedCurr(c, false)
+		return
+	}
+	s.checkPreemptWakeup(c, ti, wakerCPU)
+}
+
+// checkPreemptWakeup is check_preempt_wakeup() (v6.1) /
+// check_preempt_wakeup_fair() (v6.6, with PREEMPT_SHORT from v6.12).
+//
+// Preemption model: the fair class sets TIF_NEED_RESCHED on the running
+// task. The workload runs in user space, where the flag is honoured on the
+// way back from the interrupt or IPI that delivered it, so None, Voluntary
+// and Full behave alike for it (they differ only for tasks running in the
+// kernel). Lazy (v6.13) sets TIF_NEED_RESCHED_LAZY without an IPI: a wakeup
+// raised on the same CPU (a timer interrupt there) is still honoured on its
+// return to user, but a wakeup from another CPU waits for the target's next
+// tick.
+func (s *sim) checkPreemptWakeup(c, ti, wakerCPU int32) {
+	cpu := &s.cpus[c]
+	curT := cpu.curr
+	if curT == ti || cpu.needResched {
+		return
+	}
+	t := &s.tasks[ti]
+	cur := &s.tasks[curT]
+	pse := t.se
+	if s.throttledHierarchy(s.ents[pse].rq) {
+		return
+	}
+	lazy := s.lazy && wakerCPU != c
+	// Idle tasks are by definition preempted by non-idle tasks.
+	if cur.policy == polIdle && t.policy != polIdle {
+		s.reschedCurr(c, lazy)
+		return
+	}
+	// Batch and idle tasks do not preempt non-idle tasks.
+	if t.policy != polNormal || !s.feat.wakeupPreemption {
+		return
+	}
+	se := cur.se
+	// find_matching_se(): walk both up to siblings on the same queue.
+	for s.ents[se].depth > s.ents[pse].depth {
+		se = s.ents[se].parent
+	}
+	for s.ents[pse].depth > s.ents[se].depth {
+		pse = s.ents[pse].parent
+	}
+	for s.ents[se].rq != s.ents[pse].rq {
+		se = s.ents[se].parent
+		pse = s.ents[pse].parent
+	}
+	cIdle, pIdle := s.ents[se].idle, s.ents[pse].idle
+	// Preempt an idle group in favor of a non-idle group (and don't preempt
+	// in the inverse case).
+	if cIdle && !pIdle {
+		s.reschedCurr(c, lazy)
+		return
+	}
+	if cIdle != pIdle {
+		return
+	}
+	cq := s.ents[se].rq
+	s.updateCurr(cq)
+	if s.eevdf {
+		doPreemptShort := s.feat.preemptShort && s.ents[pse].slice < s.ents[se].slice
+		if s.pickEEVDF(cq, !doPreemptShort) == pse {
+			s.reschedCurr(c, lazy)
+			return
+		}
+		if s.feat.runToParity && doPreemptShort {
+			s.ents[se].protectOK = false // cancel_protect_slice()
+		}
+		return
+	}
+	if s.wakeupPreemptEntity(se, pse) == 1 {
+		s.reschedCurr(c, lazy)
+	}
+}
+
+// ---- the tick ----
+
+// entityTick is entity_tick() (v6.6 / v6.1).
+func (s *sim) entityTick(cq, se int32) {
+	s.updateCurr(cq)
+	s.updateRqLoad(cq)
+	s.updateSeLoad(se)
+	s.updateCfsGroup(se)
+	if !s.eevdf && s.rqs[cq].nr > 1 {
+		s.checkPreemptTick(cq, se)
+	}
+}
+
+// taskTickFair is task_tick_fair(): entity_tick() at every level of the
+// running task's hierarchy.
+func (s *sim) taskTickFair(c int32) {
+	for se := s.tasks[s.cpus[c].curr].se; se >= 0; se = s.ents[se].parent {
+		s.entityTick(s.ents[se].rq, se)
+	}
+}
+
+// ---- bandwidth (cpu.max) ----
+
+// accountCfsRqRuntime is account_cfs_rq_runtime() (v6.1): charge the group's
+// runtime pool; when it runs dry, reschedule so the queue gets throttled.
+// The kernel hands out runtime in 5 ms slices per CPU; the simulator charges
+// one global pool, with the same effect at the tick granularity.
+func (s *sim) accountCfsRqRuntime(cq int32, d int64) {
+	r := &s.rqs[cq]
+	tg := &s.tgs[r.tg]
+	tg.runtime -= d
+	if tg.runtime <= 0 && r.curr >= 0 {
+		s.reschedCurr(r.cpu, false)
+	}
+}
+
+// checkCfsRqRuntime is check_cfs_rq_runtime(): throttle a queue whose group
+// ran out of runtime.
+func (s *sim) checkCfsRqRuntime(cq int32) bool {
+	r := &s.rqs[cq]
+	if r.tg < 0 || r.throttled {
+		return false
+	}
+	tg := &s.tgs[r.tg]
+	if tg.quota == 0 || tg.runtime > 0 {
+		return false
+	}
+	s.throttleCfsRq(cq)
+	return true
+}
+
+// throttleCfsRq is throttle_cfs_rq() (v6.1): dequeue the group entity (and
+// ancestors left empty) and remove the queue's tasks from h_nr_running above.
+func (s *sim) throttleCfsRq(cq int32) {
+	r := &s.rqs[cq]
+	c := r.cpu
+	s.cpuPelt(c)
+	delta, idleDelta := r.hNr, r.idleHNr
+	if r.idle {
+		idleDelta = delta
+	}
+	se := r.ge
+	stopped := false
+	for se >= 0 {
+		if !s.ents[se].onRq {
+			stopped = true // throttled entity or throttle-on-deactivate
+			break
+		}
+		qcq := s.ents[se].rq
+		s.dequeueEntity(qcq, se, deqSleep)
+		q := &s.rqs[qcq]
+		q.hNr -= delta
+		q.idleHNr -= idleDelta
+		if q.idle {
+			idleDelta = delta
+		}
+		se = s.ents[se].parent
+		if q.throttled {
+			stopped = true
+			break
+		}
+		if q.load > 0 {
+			break
+		}
+	}
+	if !stopped {
+		for ; se >= 0; se = s.ents[se].parent {
+			qcq := s.ents[se].rq
+			s.updateRqLoad(qcq)
+			s.updateSeLoad(se)
+			s.updateCfsGroup(se)
+			q := &s.rqs[qcq]
+			q.hNr -= delta
+			q.idleHNr -= idleDelta
+			if q.idle {
+				idleDelta = delta
+			}
+			if q.throttled {
+				break
+			}
+		}
+	}
+	r.throttled = true
+	s.setIdle(c, s.cpuIdle(c))
+	if s.trace != nil {
+		s.trace("cpu%d throttle tg%d", c, r.tg)
+	}
+}
+
+// unthrottleCfsRq is unthrottle_cfs_rq() (v6.1).
+func (s *sim) unthrottleCfsRq(cq int32) {
+	r := &s.rqs[cq]
+	c := r.cpu
+	r.throttled = false
+	if r.load == 0 {
+		return
+	}
+	s.cpuPelt(c)
+	delta, idleDelta := r.hNr, r.idleHNr
+	if r.idle {
+		idleDelta = delta
+	}
+	se := r.ge
+	stopped := false
+	for ; se >= 0; se = s.ents[se].parent {
+		if s.ents[se].onRq {
+			break
+		}
+		qcq := s.ents[se].rq
+		s.enqueueEntity(qcq, se, enqWakeup)
+		q := &s.rqs[qcq]
+		q.hNr += delta
+		q.idleHNr += idleDelta
+		if q.idle {
+			idleDelta = delta
+		}
+		if q.throttled {
+			stopped = true
+			break
+		}
+	}
+	if !stopped {
+		for ; se >= 0; se = s.ents[se].parent {
+			qcq := s.ents[se].rq
+			s.updateRqLoad(qcq)
+			s.updateSeLoad(se)
+			s.updateCfsGroup(se)
+			q := &s.rqs[qcq]
+			q.hNr += delta
+			q.idleHNr += idleDelta
+			if q.idle {
+				idleDelta = delta
+			}
+			if q.throttled {
+				break
+			}
+		}
+	}
+	s.setIdle(c, s.cpuIdle(c))
+	// Determine whether we need to wake up a potentially idle CPU.
+	if s.cpus[c].curr < 0 && s.rqs[s.cpus[c].root].nr > 0 {
+		s.reschedCurr(c, false)
+	}
+	if s.trace != nil {
+		s.trace("cpu%d unthrottle tg%d", c, r.tg)
+	}
+}
+
+// periodTimer is sched_cfs_period_timer()/do_sched_cfs_period_timer(): refill
+// the quota (debt carries over) and unthrottle the group's queues.
+func (s *sim) periodTimer(tgi int32) {
+	tg := &s.tgs[tgi]
+	tg.runtime = min(tg.runtime+tg.quota, tg.quota)
+	if tg.runtime > 0 {
+		for c := int32(0); c < s.nCPU; c++ {
+			if cq := tg.rq[c]; s.rqs[cq].throttled {
+				s.unthrottleCfsRq(cq)
+			}
+		}
+	}
+	s.push(event{t: s.now + tg.period, kind: evPeriod, a: tgi})
+}

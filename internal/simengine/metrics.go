@@ -1,0 +1,196 @@
+package simengine
+
+import "math/bits"
+
+// histogram is a log-linear latency histogram (HDR style): exact below 64ns,
+// then 32 sub-buckets per power of two (≤3% relative bucket width), with
+// exact count, sum and max. Percentiles interpolate within a bucket.
+type histogram struct {
+	counts [histBuckets]int64
+	n      int64
+	sum    float64
+	max    int64
+}
+
+const (
+	histSub     = 32
+	histLinear  = 2 * histSub
+	histBuckets = histLinear + 58*histSub
+)
+
+func histIndex(v int64) int {
+	if v < histLinear {
+		return int(v)
+	}
+	shift := bits.Len64(uint64(v)) - 6 // v>>shift in [32, 64)
+	return histLinear + (shift-1)*histSub + int(v>>uint(shift)) - histSub
+}
+
+// histBounds returns the [lo, hi) value range of bucket i.
+func histBounds(i int) (int64, int64) {
+	if i < histLinear {
+		return int64(i), int64(i) + 1
+	}
+	j := i - histLinear
+	shift := uint(j/histSub + 1)
+	lo := int64(j%histSub+histSub) << shift
+	return lo, lo + 1<<shift
+}
+
+func (h *histogram) record(v int64) {
+	if v < 0 {
+		v = 0
+	}
+	h.counts[histIndex(v)]++
+	h.n++
+	h.sum += float64(v)
+	if v > h.max {
+		h.max = v
+	}
+}
+
+func (h *histogram) merge(o *histogram) {
+	for i := range h.counts {
+		h.counts[i] += o.counts[i]
+	}
+	h.n += o.n
+	h.sum += o.sum
+	h.max = max(h.max, o.max)
+}
+
+// quantile returns the q-quantile in ns.
+func (h *histogram) quantile(q float64) float64 {
+	if h.n == 0 {
+		return 0
+	}
+	rank := q * float64(h.n) // values below this rank
+	var cum int64
+	for i, c := range h.counts {
+		if c == 0 {
+			continue
+		}
+		if float64(cum+c) >= rank {
+			lo, hi := histBounds(i)
+			hi = min(hi, h.max+1)
+			if hi <= lo {
+				hi = lo + 1
+			}
+			f := (rank - float64(cum)) / float64(c)
+			return float64(lo) + f*float64(hi-lo-1)
+		}
+		cum += c
+	}
+	return float64(h.max)
+}
+
+func (h *histogram) latency() *Latency {
+	l := &Latency{Count: h.n}
+	if h.n == 0 {
+		return l
+	}
+	l.P50 = h.quantile(0.50) / 1000
+	l.P90 = h.quantile(0.90) / 1000
+	l.P99 = h.quantile(0.99) / 1000
+	l.P999 = h.quantile(0.999) / 1000
+	l.Max = float64(h.max) / 1000
+	l.Mean = h.sum / float64(h.n) / 1000
+	return l
+}
+
+// result builds the Result from the window accumulators.
+func (s *sim) result() *Result {
+	in := s.in
+	dur := float64(in.DurationNs)
+	secs := dur / 1e9
+	scale := float64(s.bgNum) / 1e6
+	res := &Result{
+		Events:         s.nEvents,
+		SimulatedNs:    s.end,
+		CPUUtilization: make([]float64, s.nCPU),
+	}
+	for c := range s.cpus {
+		res.CPUUtilization[c] = float64(s.cpus[c].busyNs) * scale / dur
+	}
+	var totalCPU float64
+	for i := range s.tasks {
+		totalCPU += float64(s.tasks[i].cpuNs)
+	}
+	totalCPU *= scale / dur
+	ti := 0
+	for gi := range in.Groups {
+		g := &in.Groups[gi]
+		reps := g.Replicas
+		if reps == 0 {
+			reps = 1
+		}
+		nt := reps * g.Tasks
+		gr := GroupResult{Name: g.Name, Tasks: nt, PerTask: make([]Metrics, 0, nt)}
+		var gh *histogram
+		var gcpu, gvol, ginv, gops float64
+		var gper, gmiss int64
+		for k := 0; k < nt; k++ {
+			t := &s.tasks[ti]
+			ti++
+			m := Metrics{
+				CPU:               float64(t.cpuNs) * scale / dur,
+				CtxSwitchesPerSec: CtxSwitches{Voluntary: float64(t.vol) / secs, Involuntary: float64(t.invol) / secs},
+			}
+			m.CPUPerTask = m.CPU
+			if totalCPU > 0 {
+				m.Share = m.CPU / totalCPU
+			}
+			if t.hist != nil {
+				m.WakeupLatencyUs = t.hist.latency()
+				if gh == nil {
+					gh = &histogram{}
+				}
+				gh.merge(t.hist)
+			}
+			if t.kind != patHog {
+				ops := float64(t.ops) / secs
+				m.OpsPerSec = &ops
+				gops += ops
+			}
+			if t.kind == patPeriodic {
+				r := 0.0
+				if t.periods > 0 {
+					r = float64(t.misses) / float64(t.periods)
+				}
+				m.DeadlineMissRatio = &r
+				gper += t.periods
+				gmiss += t.misses
+			}
+			gcpu += m.CPU
+			gvol += m.CtxSwitchesPerSec.Voluntary
+			ginv += m.CtxSwitchesPerSec.Involuntary
+			gr.PerTask = append(gr.PerTask, m)
+		}
+		gm := Metrics{CPU: gcpu, CtxSwitchesPerSec: CtxSwitches{Voluntary: gvol, Involuntary: ginv}}
+		if nt > 0 {
+			gm.CPUPerTask = gcpu / float64(nt)
+		}
+		if totalCPU > 0 {
+			gm.Share = gcpu / totalCPU
+		}
+		if g.Pattern.Type != "" && g.Pattern.Type != Hog {
+			if gh == nil {
+				gh = &histogram{}
+			}
+			gm.WakeupLatencyUs = gh.latency()
+			if g.Pattern.Type == PingPong {
+				gops /= 2 // a round trip is one run of each partner
+			}
+			gm.OpsPerSec = &gops
+			if g.Pattern.Type == Periodic {
+				r := 0.0
+				if gper > 0 {
+					r = float64(gmiss) / float64(gper)
+				}
+				gm.DeadlineMissRatio = &r
+			}
+		}
+		gr.Metrics = gm
+		res.Groups = append(res.Groups, gr)
+	}
+	return res
+}

@@ -1,0 +1,777 @@
+package simengine
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+)
+
+// Weights of nice levels, sched_prio_to_weight[] in kernel/sched/core.c.
+var prioToWeight = [40]int64{
+	/* -20 */ 88761, 71755, 56483, 46273, 36291,
+	/* -15 */ 29154, 23254, 18705, 14949, 11916,
+	/* -10 */ 9548, 7620, 6100, 4904, 3906,
+	/*  -5 */ 3121, 2501, 1991, 1586, 1277,
+	/*   0 */ 1024, 820, 655, 526, 423,
+	/*   5 */ 335, 272, 215, 172, 137,
+	/*  10 */ 110, 87, 70, 56, 45,
+	/*  15 */ 36, 29, 23, 18, 15,
+}
+
+const (
+	nice0Load       = 1024
+	weightIdlePrio  = 3 // WEIGHT_IDLEPRIO
+	minShares       = 2 // MIN_SHARES (as seen through scale_load_down)
+	maxShares       = 1 << 18
+	idleMinGranNs   = 750_000 // sysctl_sched_idle_min_granularity (CFS)
+	defaultProbeRun = 2_000
+	imbalancePct    = 117 // MC-level sched_domain imbalance_pct
+	busyFactor      = 16  // sd->busy_factor
+	cacheNiceTries  = 1   // MC-level cache_nice_tries
+	never           = math.MaxInt64
+)
+
+// Policies.
+const (
+	polNormal uint8 = iota
+	polBatch
+	polIdle
+)
+
+// Pattern kinds (PatternType as a small integer).
+const (
+	patHog uint8 = iota
+	patPeriodic
+	patProbe
+	patPingPong
+	patBurst
+)
+
+// Task states.
+const (
+	tsSleeping uint8 = iota
+	tsQueued
+)
+
+// Enqueue/dequeue flags (ENQUEUE_* / DEQUEUE_* in kernel/sched/sched.h).
+const (
+	enqWakeup  = 1 << iota // ENQUEUE_WAKEUP
+	enqInitial             // ENQUEUE_INITIAL (new task)
+	deqSleep               // DEQUEUE_SLEEP
+)
+
+// Event kinds.
+const (
+	evTick uint8 = iota
+	evRunEnd
+	evWake
+	evPeriod
+)
+
+// entity is a sched_entity: a task's or a per-CPU group entity.
+type entity struct {
+	weight      int64 // load.weight (NICE_0 = 1024)
+	vruntime    int64
+	deadline    int64 // EEVDF virtual deadline
+	vlag        int64 // EEVDF lag, V - v_i (kept while off the runqueue)
+	slice       int64 // EEVDF request size (base or custom slice)
+	sumExec     int64
+	prevSumExec int64
+	execStart   int64
+	protect     int64 // RUN_TO_PARITY: the deadline at pick time (the kernel stashes it in se->vlag)
+	treeSeq     uint64
+	load        pelt  // se->avg.load_avg
+	rq          int32 // cfs_rq this entity is queued on
+	my          int32 // group entities: the cfs_rq they own; -1 for tasks
+	parent      int32 // parent group entity on the same CPU, -1 at the top
+	task        int32 // -1 for group entities
+	pos         int32 // index in rq.tree, -1 when not in the tree
+	depth       int32
+	onRq        bool
+	idle        bool // se_is_idle(): SCHED_IDLE task or entity of a cpu.idle group
+	customSlice bool
+	protectOK   bool
+}
+
+// cfsRq is a struct cfs_rq. The tree holds the queued entities except curr,
+// as the kernel's rb-tree does; it is a plain slice scanned in O(n), which is
+// fast for the small per-CPU queues of realistic inputs.
+type cfsRq struct {
+	cpu       int32
+	tg        int32 // owning task group, -1 for the root cfs_rq
+	ge        int32 // group entity that represents this queue in the parent, -1 for root
+	curr      int32
+	leftmost  int32 // tree entity with the smallest vruntime
+	nr        int32 // nr_running (entities queued, including curr)
+	hNr       int32 // h_nr_running (tasks below, excluding throttled subtrees)
+	idleHNr   int32 // idle_h_nr_running
+	load      int64 // load.weight of queued entities
+	minV      int64 // min_vruntime
+	avgSum    int64 // avg_vruntime: Σ (v_i - min_vruntime) * w_i over the tree
+	avgLoad   int64 // avg_load: Σ w_i over the tree
+	loadAvg   pelt  // cfs_rq->avg.load_avg (sum of attached entities' load_avg)
+	contrib   float64
+	throttled bool
+	idle      bool // cfs_rq_is_idle(): owned by a cpu.idle group
+	tree      []int32
+}
+
+// taskGroup is a struct task_group: a cgroup or an autogroup.
+type taskGroup struct {
+	shares  int64
+	parent  int32
+	idle    bool
+	rq      []int32 // per CPU cfs_rq
+	se      []int32 // per CPU group entity
+	loadAvg float64 // tg->load_avg: Σ per-CPU contributions
+	quota   int64
+	period  int64
+	runtime int64
+}
+
+type task struct {
+	se     int32
+	tg     int32 // -1: root
+	cpu    int32
+	group  int32 // input group index
+	policy uint8
+	kind   uint8
+	state  uint8
+
+	running     bool
+	vNormalized bool // CFS: vruntime is relative (kernel: after migrate/non-sleep dequeue)
+	pendingWake bool
+
+	workEnd     int64 // sumExec at which the current CPU burst completes
+	wakeAt      int64 // when the task should have run (for latency), -1 if none
+	release     int64 // Periodic: current release; LatencyProbe: current deadline
+	waitReason  int64 // reason time carried by a pending wake event
+	waker       int32 // CPU of the waker for a pending wake event
+	pendingSync bool
+	partner     int32
+	listStamp   int64
+	cpuPos      int32
+
+	pat Pattern
+	rng *rand.Rand
+
+	util, runnable pelt
+
+	// window metrics
+	cpuNs      int64
+	vol, invol int64
+	ops        int64
+	periods    int64
+	misses     int64
+	hist       *histogram
+}
+
+type cpuState struct {
+	root            int32
+	curr            int32 // running task, -1 when idle
+	ver             uint32
+	needResched     bool
+	lazyResched     bool
+	tasks           []int32 // tasks queued on this CPU (cfs_tasks), including curr
+	util, runnable  pelt
+	idleStamp       int64
+	avgIdle         int64
+	nextBalance     int64
+	nrBalanceFailed int
+	busyNs          int64
+	forkCount       int32 // tasks placed here at start (fork balancing)
+}
+
+type event struct {
+	t    int64
+	seq  uint64
+	a    int32
+	kind uint8
+	ver  uint32
+}
+
+type sim struct {
+	in    *Input
+	nCPU  int32
+	eevdf bool
+	feat  features
+	lazy  bool
+
+	tickNs, baseSlice, latency, minGran, wakeupGran, migrationCost int64
+	nrLatency                                                      int64
+	nrMigrate                                                      int
+	bgNum                                                          int64 // task clock rate × 1e6
+	ctxNs, timerNs, wakeNs                                         int64
+	balanceIntervalNs                                              int64
+
+	now, end, winStart int64
+	seq                uint64
+	nEvents            uint64
+
+	ev    []event
+	ents  []entity
+	rqs   []cfsRq
+	tgs   []taskGroup
+	tasks []task
+	cpus  []cpuState
+
+	pending  []int32
+	idleMask []uint64
+	scratch  []int32
+	pt       *peltTables
+	trace    func(format string, a ...any)
+}
+
+// Run simulates in and returns the metrics. It validates the input first;
+// every error says what to change.
+func Run(in Input) (*Result, error) {
+	if err := validate(&in); err != nil {
+		return nil, err
+	}
+	s, err := newSim(&in)
+	if err != nil {
+		return nil, err
+	}
+	s.start()
+	s.loop()
+	return s.result(), nil
+}
+
+func newSim(in *Input) (*sim, error) {
+	n := in.Node
+	sched := n.Scheduler
+	if sched == "" {
+		sched = EEVDF
+	}
+	feat, err := resolveFeatures(sched, in.Knobs.Features)
+	if err != nil {
+		return nil, err
+	}
+	hz := n.HZ
+	if hz == 0 {
+		hz = DefaultHZ
+	}
+	s := &sim{
+		in:     in,
+		nCPU:   int32(n.CPUs),
+		eevdf:  sched == EEVDF,
+		feat:   feat,
+		lazy:   n.Preempt == "Lazy",
+		tickNs: 1_000_000_000 / int64(hz),
+		pt:     newPeltTables(),
+	}
+	k := in.Knobs
+	s.baseSlice = DefaultBaseSlice(n)
+	if k.BaseSliceNs > 0 {
+		s.baseSlice = k.BaseSliceNs
+	}
+	s.latency = DefaultLatency(n)
+	if k.LatencyNs > 0 {
+		s.latency = k.LatencyNs
+	}
+	s.minGran = DefaultMinGranularity(n)
+	if k.MinGranularityNs > 0 {
+		s.minGran = k.MinGranularityNs
+	}
+	s.wakeupGran = DefaultWakeupGranularity(n)
+	if k.WakeupGranularityNs > 0 {
+		s.wakeupGran = k.WakeupGranularityNs
+	}
+	// sched_nr_latency = DIV_ROUND_UP(latency, min_granularity) (sched_proc_update_handler, v6.1).
+	s.nrLatency = (s.latency + s.minGran - 1) / s.minGran
+	switch {
+	case k.MigrationCostNs == 0:
+		s.migrationCost = DefaultMigrationCost
+	case k.MigrationCostNs == MigrationCostZero:
+		s.migrationCost = 0
+	default:
+		s.migrationCost = k.MigrationCostNs
+	}
+	s.nrMigrate = 32
+	if k.NrMigrate > 0 {
+		s.nrMigrate = k.NrMigrate
+	}
+	s.bgNum = 1_000_000 - int64(math.Round(n.Calibration.BackgroundLoad*1e6))
+	s.ctxNs = n.Calibration.CtxSwitchNs
+	s.timerNs = n.Calibration.TimerOverheadNs
+	s.wakeNs = n.Calibration.WakeupOverheadNs
+	// One flat sched_domain spanning all CPUs: min_interval = sd_weight ms
+	// (sd_init(), v6.x).
+	s.balanceIntervalNs = int64(n.CPUs) * 1_000_000
+	s.winStart = in.WarmupNs
+	s.end = in.WarmupNs + in.DurationNs
+	if in.Trace != nil {
+		w := in.Trace
+		s.trace = func(format string, a ...any) {
+			fmt.Fprintf(w, "%12d ", s.now)
+			fmt.Fprintf(w, format, a...)
+			fmt.Fprintln(w)
+		}
+	}
+	s.build()
+	return s, nil
+}
+
+// newEntity appends an entity and returns its index.
+func (s *sim) newEntity(e entity) int32 {
+	e.pos = -1
+	s.ents = append(s.ents, e)
+	return int32(len(s.ents) - 1)
+}
+
+func (s *sim) newRq(cpu, tg, ge int32) int32 {
+	s.rqs = append(s.rqs, cfsRq{cpu: cpu, tg: tg, ge: ge, curr: -1, leftmost: -1})
+	return int32(len(s.rqs) - 1)
+}
+
+// build creates CPUs, task groups (cgroups and autogroups) with their per-CPU
+// queues and group entities, and the tasks.
+func (s *sim) build() {
+	in := s.in
+	nc := s.nCPU
+	s.cpus = make([]cpuState, nc)
+	s.idleMask = make([]uint64, (nc+63)/64)
+	for c := int32(0); c < nc; c++ {
+		s.cpus[c].root = s.newRq(c, -1, -1)
+		s.cpus[c].curr = -1
+		s.cpus[c].avgIdle = 2 * s.migrationCost // rq->avg_idle = 2*sysctl_sched_migration_cost (sched_init)
+		s.cpus[c].nextBalance = s.balanceIntervalNs
+		s.setIdle(c, true)
+	}
+	autogroup := in.Knobs.Autogroup == nil || *in.Knobs.Autogroup
+	groupTG := make([][]int32, len(in.Groups)) // per group: its tgs (one per replica) or nil for root
+	sessionTG := map[string]int32{}
+	nameIdx := map[string]int{}
+	for gi := range in.Groups {
+		g := &in.Groups[gi]
+		nameIdx[g.Name] = gi
+		reps := g.Replicas
+		if reps == 0 {
+			reps = 1
+		}
+		if g.Session != "" {
+			if !autogroup {
+				groupTG[gi] = nil
+				continue
+			}
+			tg, ok := sessionTG[g.Session]
+			if !ok {
+				// autogroup_create(): a new task group with nice 0 (weight 1024) under the root.
+				tg = s.newTaskGroup(-1, nice0Load, false)
+				sessionTG[g.Session] = tg
+			}
+			groupTG[gi] = []int32{tg}
+			continue
+		}
+		parent := int32(-1)
+		if g.Parent != "" {
+			parent = groupTG[nameIdx[g.Parent]][0]
+		}
+		w := g.CPUWeight
+		if w == 0 {
+			w = 100
+		}
+		// sched_weight_from_cgroup(): DIV_ROUND_CLOSEST(weight * 1024, 100).
+		shares := (int64(w)*1024 + 50) / 100
+		if g.CPUIdle {
+			// sched_group_set_idle(): idle groups get the minimum weight.
+			shares = weightIdlePrio
+		}
+		shares = max(minShares, min(shares, maxShares))
+		for r := 0; r < reps; r++ {
+			tg := s.newTaskGroup(parent, shares, g.CPUIdle)
+			if g.CPUMaxQuotaNs > 0 {
+				t := &s.tgs[tg]
+				t.quota = g.CPUMaxQuotaNs
+				t.period = g.CPUMaxPeriodNs
+				if t.period == 0 {
+					t.period = 100_000_000
+				}
+				t.runtime = t.quota
+			}
+			groupTG[gi] = append(groupTG[gi], tg)
+		}
+	}
+	// Tasks.
+	for gi := range in.Groups {
+		g := &in.Groups[gi]
+		reps := g.Replicas
+		if reps == 0 {
+			reps = 1
+		}
+		pol := polNormal
+		switch g.Policy {
+		case "Batch":
+			pol = polBatch
+		case "Idle":
+			pol = polIdle
+		}
+		kind := patHog
+		switch g.Pattern.Type {
+		case Periodic:
+			kind = patPeriodic
+		case LatencyProbe:
+			kind = patProbe
+		case PingPong:
+			kind = patPingPong
+		case Burst:
+			kind = patBurst
+		}
+		w := prioToWeight[g.Nice+20]
+		if pol == polIdle {
+			w = weightIdlePrio
+		}
+		for r := 0; r < reps; r++ {
+			tg := int32(-1)
+			if groupTG[gi] != nil {
+				if g.Session != "" {
+					tg = groupTG[gi][0]
+				} else {
+					tg = groupTG[gi][r]
+				}
+			}
+			first := int32(len(s.tasks))
+			for i := 0; i < g.Tasks; i++ {
+				ti := int32(len(s.tasks))
+				se := s.newEntity(entity{weight: w, my: -1, parent: -1, task: ti, idle: pol == polIdle,
+					customSlice: g.SliceNs > 0, slice: g.SliceNs})
+				t := task{se: se, tg: tg, cpu: -1, group: int32(gi), policy: pol, kind: kind,
+					pat: g.Pattern, wakeAt: -1, partner: -1, cpuPos: -1, vNormalized: true,
+					rng: rand.New(rand.NewPCG(in.Seed, uint64(ti)+0x9e3779b97f4a7c15))}
+				if kind == patPingPong {
+					t.partner = first + int32(i^1)
+				}
+				if kind != patHog {
+					t.hist = &histogram{}
+				}
+				s.tasks = append(s.tasks, t)
+			}
+		}
+	}
+}
+
+// newTaskGroup creates a task group with a cfs_rq and a group entity per CPU
+// (alloc_fair_sched_group / init_tg_cfs_entry).
+func (s *sim) newTaskGroup(parent int32, shares int64, idle bool) int32 {
+	ti := int32(len(s.tgs))
+	tg := taskGroup{shares: shares, parent: parent, idle: idle,
+		rq: make([]int32, s.nCPU), se: make([]int32, s.nCPU)}
+	for c := int32(0); c < s.nCPU; c++ {
+		var prq, pse int32 = s.cpus[c].root, -1
+		depth := int32(0)
+		if parent >= 0 {
+			prq = s.tgs[parent].rq[c]
+			pse = s.tgs[parent].se[c]
+			depth = s.ents[pse].depth + 1
+		}
+		w := shares
+		if s.feat.smpFairGroups {
+			// init_tg_cfs_entry: se->load starts at NICE_0_LOAD; calc_group_shares adjusts it at enqueue.
+			w = min(shares, nice0Load)
+		}
+		ge := s.newEntity(entity{weight: w, rq: prq, parent: pse, task: -1, depth: depth, idle: idle})
+		rq := s.newRq(c, ti, ge)
+		s.rqs[rq].idle = idle
+		s.ents[ge].my = rq
+		tg.rq[c] = rq
+		tg.se[c] = ge
+	}
+	s.tgs = append(s.tgs, tg)
+	return ti
+}
+
+// placeTaskOnCPU points a task's entity at its queue on CPU c.
+func (s *sim) placeTaskOnCPU(ti, c int32) {
+	t := &s.tasks[ti]
+	t.cpu = c
+	e := &s.ents[t.se]
+	if t.tg >= 0 {
+		e.rq = s.tgs[t.tg].rq[c]
+		e.parent = s.tgs[t.tg].se[c]
+		e.depth = s.ents[e.parent].depth + 1
+	} else {
+		e.rq = s.cpus[c].root
+		e.parent = -1
+		e.depth = 0
+	}
+}
+
+// start forks every task at time 0: fork balancing picks a CPU, runnable
+// patterns are woken as new tasks (wake_up_new_task), the others start their
+// first sleep with a seeded random phase.
+func (s *sim) start() {
+	s.ev = make([]event, 0, 64+len(s.tasks)*2)
+	for i := range s.tasks {
+		ti := int32(i)
+		t := &s.tasks[ti]
+		c := s.findIdlestCPUFork(ti)
+		s.placeTaskOnCPU(ti, c)
+		s.cpus[c].forkCount++
+		e := &s.ents[t.se]
+		e.load = pelt{avg: float64(e.weight)} // post_init_entity_util_avg: load_avg starts at the weight
+		switch t.kind {
+		case patHog:
+			t.workEnd = never
+			s.wakeNewTask(ti)
+		case patBurst:
+			t.workEnd = s.expDraw(t, t.pat.MeanRunNs)
+			s.wakeNewTask(ti)
+		case patPingPong:
+			t.workEnd = s.pingRun(t)
+			if ti < t.partner {
+				s.wakeNewTask(ti)
+			} else {
+				t.state = tsSleeping
+			}
+		case patPeriodic:
+			t.release = t.rng.Int64N(t.pat.PeriodNs)
+			t.state = tsSleeping
+			s.armTimer(ti, t.release)
+		case patProbe:
+			t.release = t.rng.Int64N(t.pat.IntervalNs)
+			t.state = tsSleeping
+			s.armTimer(ti, t.release)
+		}
+	}
+	for i := range s.tgs {
+		if s.tgs[i].quota > 0 {
+			s.push(event{t: s.tgs[i].period, kind: evPeriod, a: int32(i)})
+		}
+	}
+	s.push(event{t: s.tickNs, kind: evTick})
+	s.flushResched()
+}
+
+// wakeNewTask is wake_up_new_task(): enqueue with ENQUEUE_INITIAL and check
+// preemption of the CPU's current task.
+func (s *sim) wakeNewTask(ti int32) {
+	t := &s.tasks[ti]
+	t.state = tsQueued
+	s.enqueueTask(ti, enqInitial)
+	s.checkPreemptCurr(t.cpu, ti, t.cpu, false)
+}
+
+func (s *sim) loop() {
+	for len(s.ev) > 0 {
+		e := s.pop()
+		if e.t >= s.end {
+			break
+		}
+		s.now = e.t
+		s.nEvents++
+		switch e.kind {
+		case evTick:
+			s.tick()
+			s.push(event{t: s.now + s.tickNs, kind: evTick})
+		case evRunEnd:
+			s.runEnd(e.a, e.ver)
+		case evWake:
+			t := &s.tasks[e.a]
+			s.tryToWakeUp(e.a, t.waker, t.pendingSync, t.waitReason)
+		case evPeriod:
+			s.periodTimer(e.a)
+		}
+		s.flushResched()
+	}
+	// Close the window: charge the running tasks up to the end.
+	s.now = s.end
+	for c := range s.cpus {
+		if cur := s.cpus[c].curr; cur >= 0 {
+			for se := s.tasks[cur].se; se >= 0; se = s.ents[se].parent {
+				s.updateCurr(s.ents[se].rq)
+			}
+		}
+	}
+}
+
+// flushResched runs __schedule() on every CPU whose need_resched was set
+// while handling the event (the return to user mode honours it at once).
+func (s *sim) flushResched() {
+	for i := 0; i < len(s.pending); i++ {
+		c := s.pending[i]
+		if s.cpus[c].needResched {
+			s.schedule(c)
+		}
+	}
+	s.pending = s.pending[:0]
+}
+
+// reschedCurr is resched_curr()/resched_curr_lazy(). A lazy request only
+// marks the CPU; its next tick turns it into a real one.
+func (s *sim) reschedCurr(c int32, lazy bool) {
+	cpu := &s.cpus[c]
+	if lazy && cpu.curr >= 0 {
+		cpu.lazyResched = true
+		return
+	}
+	if !cpu.needResched {
+		cpu.needResched = true
+		s.pending = append(s.pending, c)
+	}
+}
+
+// ---- event queue: a binary heap ordered by (t, seq) ----
+
+func (s *sim) push(e event) {
+	e.seq = s.seq
+	s.seq++
+	s.ev = append(s.ev, e)
+	h := s.ev
+	i := len(h) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if !evLess(&h[i], &h[p]) {
+			break
+		}
+		h[i], h[p] = h[p], h[i]
+		i = p
+	}
+}
+
+func evLess(a, b *event) bool {
+	return a.t < b.t || (a.t == b.t && a.seq < b.seq)
+}
+
+func (s *sim) pop() event {
+	h := s.ev
+	top := h[0]
+	n := len(h) - 1
+	h[0] = h[n]
+	s.ev = h[:n]
+	h = s.ev
+	i := 0
+	for {
+		l := 2*i + 1
+		if l >= n {
+			break
+		}
+		m := l
+		if r := l + 1; r < n && evLess(&h[r], &h[l]) {
+			m = r
+		}
+		if !evLess(&h[m], &h[i]) {
+			break
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+	return top
+}
+
+// ---- idle CPU bitmap ----
+
+func (s *sim) setIdle(c int32, idle bool) {
+	if idle {
+		s.idleMask[c>>6] |= 1 << (uint(c) & 63)
+	} else {
+		s.idleMask[c>>6] &^= 1 << (uint(c) & 63)
+	}
+}
+
+// cpuIdle is available_idle_cpu(): nothing running and nothing queued.
+func (s *sim) cpuIdle(c int32) bool {
+	return s.cpus[c].curr < 0 && s.rqs[s.cpus[c].root].hNr == 0
+}
+
+// schedIdleCPU is sched_idle_cpu(): only SCHED_IDLE (or idle-group) tasks are runnable.
+func (s *sim) schedIdleCPU(c int32) bool {
+	r := &s.rqs[s.cpus[c].root]
+	return r.hNr > 0 && r.hNr == r.idleHNr
+}
+
+// ---- task clock ----
+
+// scaleExec converts wall time on a CPU to task-clock time (rq_clock_task
+// excludes the background/IRQ share).
+func (s *sim) scaleExec(d int64) int64 {
+	if s.bgNum == 1_000_000 {
+		return d
+	}
+	return d * s.bgNum / 1_000_000
+}
+
+// unscaleExec is the wall time needed for d of task-clock time (rounded up).
+func (s *sim) unscaleExec(d int64) int64 {
+	if s.bgNum == 1_000_000 {
+		return d
+	}
+	return (d*1_000_000 + s.bgNum - 1) / s.bgNum
+}
+
+// ---- PELT helpers ----
+
+func (s *sim) updateSeLoad(se int32) {
+	e := &s.ents[se]
+	v := 0.0
+	if e.onRq {
+		v = float64(e.weight)
+	}
+	e.load.update(s.pt, s.now, v)
+}
+
+// updateRqLoad is update_cfs_rq_load_avg() plus update_tg_load_avg(): the
+// queue's load_avg follows the sum of its entities' runnable weights, and the
+// task group's total load follows the queue's contribution.
+func (s *sim) updateRqLoad(cq int32) {
+	r := &s.rqs[cq]
+	r.loadAvg.update(s.pt, s.now, float64(r.load))
+	if r.tg >= 0 {
+		s.syncTgContrib(cq)
+	}
+}
+
+func (s *sim) syncTgContrib(cq int32) {
+	r := &s.rqs[cq]
+	if r.tg < 0 {
+		return
+	}
+	tg := &s.tgs[r.tg]
+	tg.loadAvg += r.loadAvg.avg - r.contrib
+	if tg.loadAvg < 0 {
+		tg.loadAvg = 0
+	}
+	r.contrib = r.loadAvg.avg
+}
+
+func (s *sim) cpuPelt(c int32) {
+	cpu := &s.cpus[c]
+	u := 0.0
+	if cpu.curr >= 0 {
+		u = 1024
+	}
+	cpu.util.update(s.pt, s.now, u)
+	cpu.runnable.update(s.pt, s.now, float64(s.rqs[cpu.root].hNr)*1024)
+}
+
+func (s *sim) taskPelt(ti int32) {
+	t := &s.tasks[ti]
+	u, r := 0.0, 0.0
+	if t.running {
+		u = 1024
+	}
+	if t.state == tsQueued {
+		r = 1024
+	}
+	t.util.update(s.pt, s.now, u)
+	t.runnable.update(s.pt, s.now, r)
+}
+
+// ---- window accounting ----
+
+func (s *sim) inWindow() bool { return s.now >= s.winStart && s.now < s.end }
+
+// accountTask charges [from, to) of CPU time to task ti, clipped to the window.
+func (s *sim) accountTask(ti int32, from, to int64) {
+	if from < s.winStart {
+		from = s.winStart
+	}
+	if to > s.end {
+		to = s.end
+	}
+	if to <= from {
+		return
+	}
+	t := &s.tasks[ti]
+	t.cpuNs += to - from
+	s.cpus[t.cpu].busyNs += to - from
+}

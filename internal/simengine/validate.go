@@ -1,0 +1,319 @@
+package simengine
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// featureDef is a scheduler feature the simulator models, with its default.
+type featureDef struct {
+	name string
+	def  bool
+}
+
+// Features modelled for EEVDF kernels (kernel/sched/features.h, v6.6..v6.12).
+var eevdfFeatures = []featureDef{
+	{"PLACE_LAG", true},
+	{"PLACE_DEADLINE_INITIAL", true},
+	{"RUN_TO_PARITY", true},
+	{"PREEMPT_SHORT", true},
+	{"WAKEUP_PREEMPTION", true},
+	{"WA_IDLE", true},
+	{"WA_WEIGHT", true},
+	{"WA_BIAS", true},
+	{"LB_MIN", false},
+	{"SMP_FAIR_GROUPS", true}, // simulator-only: calc_group_shares vs fixed group weights
+}
+
+// Features modelled for CFS kernels (kernel/sched/features.h, v6.1).
+var cfsFeatures = []featureDef{
+	{"GENTLE_FAIR_SLEEPERS", true},
+	{"START_DEBIT", true},
+	{"WAKEUP_PREEMPTION", true},
+	{"ALT_PERIOD", true},
+	{"BASE_SLICE", true},
+	{"WA_IDLE", true},
+	{"WA_WEIGHT", true},
+	{"WA_BIAS", true},
+	{"LB_MIN", false},
+	{"SMP_FAIR_GROUPS", true},
+}
+
+// FeatureNames lists the feature names accepted for a scheduler, sorted.
+func FeatureNames(s Scheduler) []string {
+	defs := eevdfFeatures
+	if s == CFS {
+		defs = cfsFeatures
+	}
+	out := make([]string, 0, len(defs))
+	for _, d := range defs {
+		out = append(out, d.name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// features is the resolved feature set of a run.
+type features struct {
+	placeLag, placeDeadlineInitial, runToParity, preemptShort bool
+	wakeupPreemption, waIdle, waWeight, waBias, lbMin         bool
+	gentleFairSleepers, startDebit, altPeriod, baseSlice      bool
+	smpFairGroups                                             bool
+}
+
+func resolveFeatures(s Scheduler, set map[string]bool) (features, error) {
+	defs := eevdfFeatures
+	if s == CFS {
+		defs = cfsFeatures
+	}
+	val := make(map[string]bool, len(defs))
+	for _, d := range defs {
+		val[d.name] = d.def
+	}
+	// Sorted iteration keeps the first error deterministic.
+	names := make([]string, 0, len(set))
+	for n := range set {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if _, ok := val[n]; !ok {
+			return features{}, fmt.Errorf("knobs.features: unknown feature %q for scheduler %s; accepted names: %s",
+				n, s, strings.Join(FeatureNames(s), ", "))
+		}
+		val[n] = set[n]
+	}
+	return features{
+		placeLag:             val["PLACE_LAG"],
+		placeDeadlineInitial: val["PLACE_DEADLINE_INITIAL"],
+		runToParity:          val["RUN_TO_PARITY"],
+		preemptShort:         val["PREEMPT_SHORT"],
+		wakeupPreemption:     val["WAKEUP_PREEMPTION"],
+		waIdle:               val["WA_IDLE"],
+		waWeight:             val["WA_WEIGHT"],
+		waBias:               val["WA_BIAS"],
+		lbMin:                val["LB_MIN"],
+		gentleFairSleepers:   val["GENTLE_FAIR_SLEEPERS"],
+		startDebit:           val["START_DEBIT"],
+		altPeriod:            val["ALT_PERIOD"],
+		baseSlice:            val["BASE_SLICE"],
+		smpFairGroups:        val["SMP_FAIR_GROUPS"],
+	}, nil
+}
+
+// Limits that keep a run bounded in memory and time.
+const (
+	maxCPUs          = 1024
+	maxTasks         = 65536
+	maxGroupEntities = 1 << 22 // task groups × CPUs
+	maxSimulatedNs   = int64(24 * 3600 * 1e9)
+)
+
+// validate checks in and returns an error that says what to change.
+func validate(in *Input) error {
+	n := &in.Node
+	if n.CPUs < 1 || n.CPUs > maxCPUs {
+		return fmt.Errorf("node.cpus is %d; set it between 1 and %d", n.CPUs, maxCPUs)
+	}
+	switch n.Scheduler {
+	case "", EEVDF, CFS:
+	default:
+		return fmt.Errorf("node.scheduler %q is unknown; use %q or %q", n.Scheduler, EEVDF, CFS)
+	}
+	switch n.HZ {
+	case 0, 100, 250, 300, 1000:
+	default:
+		return fmt.Errorf("node.hz is %d; use 100, 250, 300 or 1000 (0 means %d)", n.HZ, DefaultHZ)
+	}
+	switch n.Preempt {
+	case "", "None", "Voluntary", "Full", "Lazy":
+	default:
+		return fmt.Errorf("node.preempt %q is unknown; use None, Voluntary, Full or Lazy", n.Preempt)
+	}
+	switch n.TunableScaling {
+	case "", "None", "Log", "Linear":
+	default:
+		return fmt.Errorf("node.tunableScaling %q is unknown; use None, Log or Linear", n.TunableScaling)
+	}
+	c := &n.Calibration
+	if c.TimerOverheadNs < 0 || c.WakeupOverheadNs < 0 || c.CtxSwitchNs < 0 {
+		return fmt.Errorf("node.calibration overheads must not be negative")
+	}
+	if c.TimerOverheadNs > 1e9 || c.WakeupOverheadNs > 1e9 || c.CtxSwitchNs > 1e9 {
+		return fmt.Errorf("node.calibration overheads must be at most 1s")
+	}
+	if !(c.BackgroundLoad >= 0 && c.BackgroundLoad <= 0.95) {
+		return fmt.Errorf("node.calibration.backgroundLoad is %v; set it between 0 and 0.95", c.BackgroundLoad)
+	}
+	sched := n.Scheduler
+	if sched == "" {
+		sched = EEVDF
+	}
+	k := &in.Knobs
+	if k.BaseSliceNs != 0 {
+		if sched != EEVDF {
+			return fmt.Errorf("knobs.baseSliceNs applies only to EEVDF; remove it or set node.scheduler to EEVDF")
+		}
+		if k.BaseSliceNs < 50_000 || k.BaseSliceNs > 1e9 {
+			return fmt.Errorf("knobs.baseSliceNs is %d; set it between 50000 (50µs) and 1e9 (1s)", k.BaseSliceNs)
+		}
+	}
+	for _, kv := range []struct {
+		name string
+		v    int64
+	}{{"latencyNs", k.LatencyNs}, {"minGranularityNs", k.MinGranularityNs}, {"wakeupGranularityNs", k.WakeupGranularityNs}} {
+		if kv.v == 0 {
+			continue
+		}
+		if sched != CFS {
+			return fmt.Errorf("knobs.%s applies only to CFS; remove it or set node.scheduler to CFS", kv.name)
+		}
+		if kv.v < 100_000 || kv.v > 1e9 {
+			return fmt.Errorf("knobs.%s is %d; set it between 100000 (0.1ms) and 1e9 (1s)", kv.name, kv.v)
+		}
+	}
+	if k.MigrationCostNs < MigrationCostZero || k.MigrationCostNs > 1e9 {
+		return fmt.Errorf("knobs.migrationCostNs is %d; set it between 0 and 1e9 (-1: always cache hot, %d: zero)", k.MigrationCostNs, MigrationCostZero)
+	}
+	if k.NrMigrate < 0 || k.NrMigrate > 1024 {
+		return fmt.Errorf("knobs.nrMigrate is %d; set it between 1 and 1024 (0 means 32)", k.NrMigrate)
+	}
+	if _, err := resolveFeatures(sched, k.Features); err != nil {
+		return err
+	}
+	if in.DurationNs <= 0 {
+		return fmt.Errorf("durationNs is %d; set a positive duration", in.DurationNs)
+	}
+	if in.WarmupNs < 0 {
+		return fmt.Errorf("warmupNs is %d; it must not be negative", in.WarmupNs)
+	}
+	if in.DurationNs > maxSimulatedNs || in.WarmupNs > maxSimulatedNs-in.DurationNs {
+		return fmt.Errorf("warmupNs+durationNs exceeds 24h of simulated time; shorten them")
+	}
+	if len(in.Groups) == 0 {
+		return fmt.Errorf("groups is empty; add at least one group")
+	}
+	seen := map[string]int{}
+	totalTasks := 0
+	tgs := 0
+	for i := range in.Groups {
+		g := &in.Groups[i]
+		where := fmt.Sprintf("groups[%d] (%q)", i, g.Name)
+		if g.Name == "" {
+			return fmt.Errorf("groups[%d].name is empty; give every group a name", i)
+		}
+		if _, dup := seen[g.Name]; dup {
+			return fmt.Errorf("%s: the name is used twice; group names must be unique", where)
+		}
+		seen[g.Name] = i
+		reps := g.Replicas
+		if reps < 0 || reps > maxTasks {
+			return fmt.Errorf("%s: replicas is %d; set it between 1 and %d (0 means 1)", where, reps, maxTasks)
+		}
+		if reps == 0 {
+			reps = 1
+		}
+		if g.Tasks < 0 || g.Tasks > maxTasks {
+			return fmt.Errorf("%s: tasks is %d; set it between 0 and %d", where, g.Tasks, maxTasks)
+		}
+		totalTasks += reps * g.Tasks
+		if totalTasks > maxTasks {
+			return fmt.Errorf("the groups hold more than %d tasks in total; reduce replicas or tasks", maxTasks)
+		}
+		if g.CPUWeight < 0 || g.CPUWeight > 10000 {
+			return fmt.Errorf("%s: cpuWeight is %d; set it between 1 and 10000 (0 means 100)", where, g.CPUWeight)
+		}
+		if g.CPUMaxQuotaNs < 0 || g.CPUMaxPeriodNs < 0 {
+			return fmt.Errorf("%s: cpuMax quota and period must not be negative", where)
+		}
+		if g.CPUMaxPeriodNs != 0 && (g.CPUMaxPeriodNs < 1_000_000 || g.CPUMaxPeriodNs > 1_000_000_000) {
+			return fmt.Errorf("%s: cpuMaxPeriodNs is %d; set it between 1ms and 1s (0 means 100ms)", where, g.CPUMaxPeriodNs)
+		}
+		if g.CPUMaxQuotaNs != 0 && g.CPUMaxQuotaNs < 1_000_000 {
+			return fmt.Errorf("%s: cpuMaxQuotaNs is %d; set it to at least 1ms (1000000) or 0 for unlimited", where, g.CPUMaxQuotaNs)
+		}
+		if g.Nice < -20 || g.Nice > 19 {
+			return fmt.Errorf("%s: nice is %d; set it between -20 and 19", where, g.Nice)
+		}
+		switch g.Policy {
+		case "", "Other", "Batch", "Idle":
+		default:
+			return fmt.Errorf("%s: policy %q is unknown; use Other, Batch or Idle", where, g.Policy)
+		}
+		if g.SliceNs != 0 {
+			if sched != EEVDF {
+				return fmt.Errorf("%s: sliceNs applies only to EEVDF; remove it or set node.scheduler to EEVDF", where)
+			}
+			if g.SliceNs < 100_000 || g.SliceNs > 100_000_000 {
+				return fmt.Errorf("%s: sliceNs is %d; set it between 100000 (0.1ms) and 100000000 (100ms), as the kernel clamps", where, g.SliceNs)
+			}
+		}
+		if g.Session != "" {
+			if g.Parent != "" {
+				return fmt.Errorf("%s: session and parent are exclusive (session tasks are outside any cgroup); remove one", where)
+			}
+			if g.CPUWeight != 0 || g.CPUMaxQuotaNs != 0 || g.CPUIdle || g.CPUMaxPeriodNs != 0 {
+				return fmt.Errorf("%s: a session group has no cgroup, so cpuWeight, cpuMax and cpuIdle do not apply; remove them or the session", where)
+			}
+			if g.Replicas > 1 {
+				return fmt.Errorf("%s: a session group has no cgroups to replicate; set replicas to 1 or 0 and use tasks", where)
+			}
+		} else {
+			tgs += reps
+		}
+		if g.Parent != "" {
+			pi, ok := seen[g.Parent]
+			if !ok || pi == i {
+				return fmt.Errorf("%s: parent %q does not name an earlier group; list the parent group before this one", where, g.Parent)
+			}
+			p := &in.Groups[pi]
+			if p.Replicas > 1 {
+				return fmt.Errorf("%s: parent %q has %d replicas; a parent must have replicas 1", where, g.Parent, p.Replicas)
+			}
+			if p.Session != "" {
+				return fmt.Errorf("%s: parent %q is a session group without a cgroup; choose a cgroup group as parent", where, g.Parent)
+			}
+		}
+		if err := validatePattern(where, g); err != nil {
+			return err
+		}
+	}
+	if int64(tgs+len(in.Groups))*int64(n.CPUs) > maxGroupEntities {
+		return fmt.Errorf("cgroups × cpus exceeds %d group entities; reduce replicas or cpus", maxGroupEntities)
+	}
+	return nil
+}
+
+func validatePattern(where string, g *Group) error {
+	p := &g.Pattern
+	if p.RunNs < 0 || p.PeriodNs < 0 || p.IntervalNs < 0 || p.MeanRunNs < 0 || p.MeanSleepNs < 0 {
+		return fmt.Errorf("%s: pattern durations must not be negative", where)
+	}
+	const maxD = int64(3600 * 1e9)
+	if p.RunNs > maxD || p.PeriodNs > maxD || p.IntervalNs > maxD || p.MeanRunNs > maxD || p.MeanSleepNs > maxD {
+		return fmt.Errorf("%s: pattern durations must be at most 1h", where)
+	}
+	switch p.Type {
+	case "", Hog:
+	case Periodic:
+		if p.PeriodNs < 10_000 || p.RunNs <= 0 {
+			return fmt.Errorf("%s: a Periodic pattern needs periodNs >= 10000 and runNs > 0", where)
+		}
+	case LatencyProbe:
+		if p.IntervalNs < 10_000 {
+			return fmt.Errorf("%s: a LatencyProbe pattern needs intervalNs >= 10000 (10µs)", where)
+		}
+	case PingPong:
+		if g.Tasks%2 != 0 {
+			return fmt.Errorf("%s: PingPong pairs tasks 0-1, 2-3, ...; set tasks to an even number", where)
+		}
+	case Burst:
+		if p.MeanRunNs < 1000 || p.MeanSleepNs < 1000 {
+			return fmt.Errorf("%s: a Burst pattern needs meanRunNs >= 1000 and meanSleepNs >= 1000", where)
+		}
+	default:
+		return fmt.Errorf("%s: pattern type %q is unknown; use Hog, Periodic, LatencyProbe, PingPong or Burst", where, p.Type)
+	}
+	return nil
+}

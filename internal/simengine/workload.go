@@ -1,0 +1,100 @@
+package simengine
+
+import "math"
+
+// This file drives the workload patterns: what a task does when its CPU
+// burst ends, and when it wakes again.
+
+// expDraw draws an exponentially distributed duration (at least 1ns) from
+// the task's own generator.
+func (s *sim) expDraw(t *task, mean int64) int64 {
+	d := int64(math.Round(t.rng.ExpFloat64() * float64(mean)))
+	if d < 1 {
+		d = 1
+	}
+	return d
+}
+
+func (s *sim) pingRun(t *task) int64 {
+	if t.pat.RunNs > 0 {
+		return t.pat.RunNs
+	}
+	return defaultProbeRun
+}
+
+// burstDone is called when the running task ti has consumed its current
+// burst; it starts the next burst or puts the task to sleep.
+func (s *sim) burstDone(ti int32) {
+	t := &s.tasks[ti]
+	se := &s.ents[t.se]
+	inWin := s.inWindow()
+	switch t.kind {
+	case patBurst:
+		if inWin {
+			t.ops++
+		}
+		sleep := s.expDraw(t, t.pat.MeanSleepNs)
+		t.workEnd = se.sumExec + s.expDraw(t, t.pat.MeanRunNs)
+		s.blockTask(ti)
+		s.armTimer(ti, s.now+sleep)
+	case patPeriodic:
+		if inWin {
+			t.ops++
+			t.periods++
+			if s.now > t.release+t.pat.PeriodNs {
+				t.misses++
+			}
+		}
+		// The next release is the next period boundary.
+		next := t.release + t.pat.PeriodNs
+		if next < s.now {
+			next += (s.now - next + t.pat.PeriodNs - 1) / t.pat.PeriodNs * t.pat.PeriodNs
+		}
+		t.release = next
+		t.workEnd = se.sumExec + t.pat.RunNs
+		if next <= s.now {
+			// clock_nanosleep() to a time already passed returns at once.
+			s.armRunEnd(t.cpu)
+			return
+		}
+		s.blockTask(ti)
+		s.armTimer(ti, next)
+	case patProbe:
+		if inWin {
+			t.ops++
+		}
+		run := t.pat.RunNs
+		if run <= 0 {
+			run = defaultProbeRun
+		}
+		t.workEnd = se.sumExec + run
+		next := t.release + t.pat.IntervalNs
+		t.release = next
+		if next <= s.now {
+			// Already late for the next deadline: no sleep, and the
+			// lateness counts (as cyclictest reports it).
+			if t.hist != nil && s.now >= s.winStart {
+				t.hist.record(s.now - next)
+			}
+			s.armRunEnd(t.cpu)
+			return
+		}
+		s.blockTask(ti)
+		s.armTimer(ti, next)
+	case patPingPong:
+		if inWin {
+			t.ops++
+		}
+		t.workEnd = se.sumExec + s.pingRun(t)
+		// write() to the partner's pipe wakes it (WF_SYNC), then read()
+		// blocks until the reply arrives.
+		s.wakeTask(t.partner, t.cpu, true)
+		s.blockTask(ti)
+		if t.state == tsQueued {
+			// The reply was already there: keep running.
+			s.armRunEnd(t.cpu)
+		}
+	default:
+		t.workEnd = never
+	}
+}
