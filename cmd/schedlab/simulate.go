@@ -1,0 +1,153 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/schedlab/schedlab/api/v1alpha1"
+	"github.com/schedlab/schedlab/internal/experiment"
+)
+
+func init() {
+	register(command{name: "simulate", summary: "predict an experiment's metrics with the scheduler simulator", run: runSimulate})
+}
+
+// shapeFlags are the node-shape flags that simulate and plan share.
+type shapeFlags struct {
+	cpus      int
+	scheduler string
+	hz        int
+	preempt   string
+	seed      int64
+	duration  time.Duration
+}
+
+func (f *shapeFlags) register(fs *flag.FlagSet) {
+	fs.IntVar(&f.cpus, "cpus", 0, "CPUs of the node shape to simulate (overrides spec.simulation.nodes)")
+	fs.StringVar(&f.scheduler, "scheduler", "", "scheduler family: eevdf or cfs")
+	fs.IntVar(&f.hz, "hz", 0, "tick rate: 100, 250, 300 or 1000")
+	fs.StringVar(&f.preempt, "preempt", "", "preemption model: none, voluntary, full or lazy")
+	fs.Int64Var(&f.seed, "seed", -1, "simulator seed (overrides spec.simulation.seed)")
+	fs.DurationVar(&f.duration, "duration", 0, fmt.Sprintf("simulated window (default: the spec's duration, at most %s)", experiment.MaxSimulatedDuration))
+}
+
+// shapes resolves the node shapes to simulate: flags override
+// spec.simulation.nodes; with neither, this machine's shape.
+func (f *shapeFlags) shapes(spec *v1alpha1.SchedExperimentSpec) ([]v1alpha1.NodeShape, error) {
+	overridden := f.cpus != 0 || f.scheduler != "" || f.hz != 0 || f.preempt != ""
+	var shapes []v1alpha1.NodeShape
+	if spec.Simulation != nil && len(spec.Simulation.Nodes) > 0 && !overridden {
+		return spec.Simulation.Nodes, nil
+	}
+	base := localShape()
+	if spec.Simulation != nil && len(spec.Simulation.Nodes) > 0 {
+		base = spec.Simulation.Nodes[0]
+	}
+	if f.cpus != 0 {
+		if f.cpus < 1 || f.cpus > 1024 {
+			return nil, fmt.Errorf("--cpus %d: use 1..1024", f.cpus)
+		}
+		base.CPUs = int32(f.cpus)
+	}
+	if f.scheduler != "" {
+		s, err := experiment.ParseScheduler(f.scheduler)
+		if err != nil {
+			return nil, fmt.Errorf("--scheduler: %w", err)
+		}
+		base.Scheduler = s
+	}
+	if f.hz != 0 {
+		switch f.hz {
+		case 100, 250, 300, 1000:
+		default:
+			return nil, fmt.Errorf("--hz %d: use 100, 250, 300 or 1000", f.hz)
+		}
+		base.HZ = int32(f.hz)
+	}
+	if f.preempt != "" {
+		p, err := experiment.ParsePreempt(f.preempt)
+		if err != nil {
+			return nil, fmt.Errorf("--preempt: %w", err)
+		}
+		base.Preempt = p
+	}
+	shapes = append(shapes, base)
+	return shapes, nil
+}
+
+func (f *shapeFlags) options() experiment.PredictOptions {
+	o := experiment.PredictOptions{Duration: f.duration}
+	if f.seed >= 0 {
+		s := uint64(f.seed)
+		o.Seed = &s
+	}
+	return o
+}
+
+// localShape is this machine's shape: its CPUs and its kernel's family.
+func localShape() v1alpha1.NodeShape {
+	var u unix.Utsname
+	release := ""
+	if err := unix.Uname(&u); err == nil {
+		release = unix.ByteSliceToString(u.Release[:])
+	}
+	return experiment.ShapeForKernel(int32(runtime.NumCPU()), release)
+}
+
+func runSimulate(args []string) int {
+	fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
+	file := fs.String("f", "", "SchedExperiment manifest (YAML or JSON; - for stdin)")
+	out := fs.String("o", "table", "output: table or json")
+	var sf shapeFlags
+	sf.register(fs)
+	fs.Usage = func() {
+		fmt.Fprintln(os.Stderr, "Usage: schedlab simulate -f EXPERIMENT.yaml [-o table|json] [--cpus N] [--scheduler eevdf|cfs] [--hz N] [--preempt none|voluntary|full|lazy] [--seed N] [--duration D]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if err := simulate(os.Stdout, *file, *out, &sf); err != nil {
+		fmt.Fprintln(os.Stderr, "schedlab simulate:", err)
+		return 1
+	}
+	return 0
+}
+
+func simulate(w io.Writer, file, out string, sf *shapeFlags) error {
+	if file == "" {
+		return fmt.Errorf("-f is required: name the SchedExperiment manifest to simulate")
+	}
+	if out != "table" && out != "json" {
+		return fmt.Errorf("-o %q: use table or json", out)
+	}
+	exp, err := experiment.Load(file)
+	if err != nil {
+		return err
+	}
+	shapes, err := sf.shapes(&exp.Spec)
+	if err != nil {
+		return err
+	}
+	preds, err := experiment.Predict(&exp.Spec, shapes, sf.options())
+	if err != nil {
+		return err
+	}
+	rep := experiment.SimulationReport(&exp.Spec, preds)
+	if out == "json" {
+		return rep.WriteJSON(w)
+	}
+	names := make([]string, len(shapes))
+	for i, s := range shapes {
+		names[i] = experiment.ShapeName(s)
+	}
+	fmt.Fprintf(w, "%s: predicted by the simulator for %s\n\n", exp.Name, strings.Join(names, ", "))
+	return rep.WriteTable(w)
+}

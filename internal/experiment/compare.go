@@ -1,0 +1,237 @@
+package experiment
+
+import (
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/schedlab/schedlab/api/v1alpha1"
+)
+
+// Aggregate turns the windows of NodeRuns into results: per variant × group
+// the mean, sample standard deviation and n over nodes × repetitions. Noisy
+// windows count (they are flagged on the NodeRun); unsupported ones do not.
+// A variant that no node could run gets a row saying why.
+func Aggregate(spec *v1alpha1.SchedExperimentSpec, runs []v1alpha1.NodeRun) []v1alpha1.GroupResult {
+	type key struct{ variant, group string }
+	samples := map[key][]*v1alpha1.Metrics{}
+	unsupported := map[string]string{}
+	for ri := range runs {
+		for wi := range runs[ri].Status.Windows {
+			w := &runs[ri].Status.Windows[wi]
+			if w.Unsupported != "" {
+				if _, seen := unsupported[w.Variant]; !seen {
+					unsupported[w.Variant] = fmt.Sprintf("%s: %s", runs[ri].Spec.NodeName, w.Unsupported)
+				}
+				continue
+			}
+			for gi := range w.Groups {
+				g := &w.Groups[gi]
+				k := key{w.Variant, g.Name}
+				samples[k] = append(samples[k], &g.Metrics)
+			}
+		}
+	}
+	var out []v1alpha1.GroupResult
+	for _, v := range spec.Variants {
+		for _, g := range spec.Workload.Groups {
+			r := v1alpha1.GroupResult{Variant: v.Name, Group: g.Name}
+			if s := samples[key{v.Name, g.Name}]; len(s) > 0 {
+				r.Measured = Summarize(s)
+			} else if why, ok := unsupported[v.Name]; ok {
+				r.Unsupported = why
+			}
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Summarize is the mean, standard deviation and count of metric samples.
+func Summarize(samples []*v1alpha1.Metrics) *v1alpha1.MeasuredMetrics {
+	sd := combine(samples, stddev)
+	return &v1alpha1.MeasuredMetrics{
+		Metrics: combine(samples, mean),
+		N:       int32(len(samples)),
+		Stddev:  &sd,
+	}
+}
+
+// Compare fills Predicted and RelativeError into results from predictions.
+// A row with an empty Shape takes the mean of the predictions for its
+// variant and group over all the predictions given, so a caller weights
+// shapes by passing one prediction per node. It returns the mean absolute
+// relative error of cpu over rows with a measurable cpu, as "4.2%", or "".
+func Compare(results []v1alpha1.GroupResult, preds []Prediction) string {
+	type key struct{ shape, variant, group string }
+	by := map[key][]*v1alpha1.Metrics{}
+	for i := range preds {
+		p := &preds[i]
+		by[key{p.Shape, p.Variant, p.Group}] = append(by[key{p.Shape, p.Variant, p.Group}], &p.Metrics)
+		by[key{"", p.Variant, p.Group}] = append(by[key{"", p.Variant, p.Group}], &p.Metrics)
+	}
+	var errSum float64
+	var errN int
+	for i := range results {
+		r := &results[i]
+		ps := by[key{r.Shape, r.Variant, r.Group}]
+		if len(ps) == 0 {
+			continue
+		}
+		pm := combine(ps, mean)
+		r.Predicted = &pm
+		if r.Measured == nil {
+			continue
+		}
+		re := relativeError(&r.Measured.Metrics, &pm)
+		r.RelativeError = &re
+		if r.Measured.CPU >= 0.01 {
+			errSum += math.Abs(re.CPU)
+			errN++
+		}
+	}
+	if errN == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%.1f%%", 100*errSum/float64(errN))
+}
+
+// relativeError is (predicted − measured) / |measured| for every metric both
+// have, where measured is not zero.
+func relativeError(measured, predicted *v1alpha1.Metrics) v1alpha1.Metrics {
+	var out v1alpha1.Metrics
+	for _, name := range MetricNames {
+		m, ok1 := MetricValue(measured, name)
+		p, ok2 := MetricValue(predicted, name)
+		if !ok1 || !ok2 || m == 0 {
+			continue
+		}
+		setMetric(&out, name, round4((p-m)/math.Abs(m)))
+	}
+	if out.WakeupLatencyUs != nil {
+		out.WakeupLatencyUs.Count = 0
+	}
+	return out
+}
+
+func round4(x float64) float64 { return math.Round(x*1e4) / 1e4 }
+
+// tCritical95 is the two-sided 95% critical value of Student's t for df
+// degrees of freedom.
+func tCritical95(df int) float64 {
+	table := []float64{0, 12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+		2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+		2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042}
+	if df < 1 {
+		return math.Inf(1)
+	}
+	if df < len(table) {
+		return table[df]
+	}
+	return 1.96
+}
+
+type candidate struct {
+	variant    string
+	mean, half float64 // 95% interval: mean ± half
+	n          int32
+}
+
+// BestVariant picks the best variant by the objectives, in order: the first
+// objective whose best variant's 95% confidence interval does not overlap
+// any other variant's decides. Measured results are used where present;
+// with only predictions (Simulate mode), the simulator's deterministic
+// values decide. Otherwise the answer is NoSignificantDifference with why.
+func BestVariant(spec *v1alpha1.SchedExperimentSpec, results []v1alpha1.GroupResult) (string, string) {
+	if len(spec.Objectives) == 0 {
+		return "", "no objectives in the spec"
+	}
+	var reasons []string
+	for _, o := range spec.Objectives {
+		var cands []candidate
+		predictedOnly := true
+		for _, r := range results {
+			if r.Group != o.Group {
+				continue
+			}
+			if r.Measured != nil && r.Measured.N > 0 {
+				predictedOnly = false
+			}
+		}
+		for _, r := range results {
+			if r.Group != o.Group {
+				continue
+			}
+			switch {
+			case !predictedOnly && r.Measured != nil && r.Measured.N > 0:
+				m, ok := MetricValue(&r.Measured.Metrics, string(o.Metric))
+				if !ok {
+					continue
+				}
+				sd, _ := MetricValue(r.Measured.Stddev, string(o.Metric))
+				half := math.Inf(1)
+				if r.Measured.N >= 2 {
+					half = tCritical95(int(r.Measured.N)-1) * sd / math.Sqrt(float64(r.Measured.N))
+				}
+				cands = append(cands, candidate{r.Variant, m, half, r.Measured.N})
+			case predictedOnly && r.Predicted != nil:
+				m, ok := MetricValue(r.Predicted, string(o.Metric))
+				if !ok {
+					continue
+				}
+				cands = append(cands, candidate{variant: r.Variant, mean: m})
+			}
+		}
+		if len(cands) < 2 {
+			reasons = append(reasons, fmt.Sprintf("%s of %s: fewer than two variants have it", o.Metric, o.Group))
+			continue
+		}
+		sort.SliceStable(cands, func(i, j int) bool {
+			if o.Goal == v1alpha1.Maximize {
+				return cands[i].mean > cands[j].mean
+			}
+			return cands[i].mean < cands[j].mean
+		})
+		best := cands[0]
+		if predictedOnly {
+			if best.mean == cands[1].mean {
+				reasons = append(reasons, fmt.Sprintf("%s of %s: predicted equal for %s and %s", o.Metric, o.Group, best.variant, cands[1].variant))
+				continue
+			}
+			return best.variant, fmt.Sprintf("predicted %s of %s: %.4g (%s) vs %.4g (%s), by the simulator alone",
+				o.Metric, o.Group, best.mean, best.variant, cands[1].mean, cands[1].variant)
+		}
+		separated := true
+		for _, c := range cands[1:] {
+			if overlaps(best, c) {
+				separated = false
+				reasons = append(reasons, fmt.Sprintf("%s of %s: %s %.4g ± %.3g and %s %.4g ± %.3g overlap (95%%, n=%d)",
+					o.Metric, o.Group, best.variant, best.mean, best.half, c.variant, c.mean, c.half, best.n))
+				break
+			}
+		}
+		if separated {
+			return best.variant, fmt.Sprintf("%s of %s: %.4g ± %.3g (%s) vs next best %.4g ± %.3g (%s), 95%% intervals apart",
+				o.Metric, o.Group, best.mean, best.half, best.variant, cands[1].mean, cands[1].half, cands[1].variant)
+		}
+	}
+	return v1alpha1.NoSignificantDifference, joinReasons(reasons)
+}
+
+func overlaps(a, b candidate) bool {
+	if math.IsInf(a.half, 1) || math.IsInf(b.half, 1) {
+		return true
+	}
+	return a.mean-a.half <= b.mean+b.half && b.mean-b.half <= a.mean+a.half
+}
+
+func joinReasons(r []string) string {
+	s := ""
+	for i, x := range r {
+		if i > 0 {
+			s += "; "
+		}
+		s += x
+	}
+	return s
+}

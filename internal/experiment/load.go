@@ -1,0 +1,86 @@
+// Package experiment is the one translation of a SchedExperiment spec: into
+// the simulator's input, into the agent's view of the workload, and from
+// measurements and predictions into the status' results. It imports the API
+// and the simulator, never Kubernetes clients.
+package experiment
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/schedlab/schedlab/api/v1alpha1"
+)
+
+// Load reads a SchedExperiment manifest, refusing unknown fields, applies the
+// schema's defaults and validates it as the API server would. Errors name
+// the file and say what to change.
+func Load(path string) (*v1alpha1.SchedExperiment, error) {
+	var data []byte
+	var err error
+	if path == "-" {
+		data, err = io.ReadAll(os.Stdin)
+	} else {
+		data, err = os.ReadFile(path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	exp, err := Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return exp, nil
+}
+
+// Parse decodes one SchedExperiment from YAML or JSON (the first document of
+// a multi-document file that is a SchedExperiment), defaults and validates it.
+func Parse(data []byte) (*v1alpha1.SchedExperiment, error) {
+	doc, err := pickDocument(data)
+	if err != nil {
+		return nil, err
+	}
+	var exp v1alpha1.SchedExperiment
+	if err := yaml.UnmarshalStrict(doc, &exp); err != nil {
+		return nil, fmt.Errorf("not a valid SchedExperiment: %w", err)
+	}
+	if exp.APIVersion != "" && exp.APIVersion != v1alpha1.GroupVersion.String() {
+		return nil, fmt.Errorf("apiVersion %q is not supported: use %s", exp.APIVersion, v1alpha1.GroupVersion)
+	}
+	Default(&exp.Spec)
+	if err := Validate(&exp.Spec); err != nil {
+		return nil, err
+	}
+	return &exp, nil
+}
+
+// pickDocument returns the first YAML document whose kind is SchedExperiment
+// (or the only document).
+func pickDocument(data []byte) ([]byte, error) {
+	docs := bytes.Split(append([]byte("\n"), data...), []byte("\n---"))
+	var candidates [][]byte
+	for _, d := range docs {
+		if len(bytes.TrimSpace(d)) == 0 {
+			continue
+		}
+		candidates = append(candidates, d)
+	}
+	if len(candidates) == 0 {
+		return nil, fmt.Errorf("the file is empty: expected a SchedExperiment manifest")
+	}
+	if len(candidates) == 1 {
+		return candidates[0], nil
+	}
+	for _, d := range candidates {
+		var meta struct {
+			Kind string `json:"kind"`
+		}
+		if err := yaml.Unmarshal(d, &meta); err == nil && meta.Kind == "SchedExperiment" {
+			return d, nil
+		}
+	}
+	return nil, fmt.Errorf("no document of kind SchedExperiment among %d documents", len(candidates))
+}

@@ -1,0 +1,166 @@
+package experiment
+
+import (
+	"math"
+
+	"github.com/schedlab/schedlab/api/v1alpha1"
+)
+
+// MetricNames are the metrics objectives, constraints and reports may name.
+var MetricNames = []string{
+	"cpu", "cpuPerTask", "share",
+	"wakeupLatencyUs.p50", "wakeupLatencyUs.p90", "wakeupLatencyUs.p99", "wakeupLatencyUs.p999",
+	"wakeupLatencyUs.max", "wakeupLatencyUs.mean",
+	"ctxSwitchesPerSec.voluntary", "ctxSwitchesPerSec.involuntary",
+	"deadlineMissRatio", "opsPerSec",
+}
+
+// MetricValue reads one named metric; ok is false where the metric does not
+// apply (no latency samples, not a Periodic group).
+func MetricValue(m *v1alpha1.Metrics, name string) (float64, bool) {
+	if m == nil {
+		return 0, false
+	}
+	switch name {
+	case "cpu":
+		return m.CPU, true
+	case "cpuPerTask":
+		return m.CPUPerTask, true
+	case "share":
+		return m.Share, true
+	case "deadlineMissRatio":
+		if m.DeadlineMissRatio == nil {
+			return 0, false
+		}
+		return *m.DeadlineMissRatio, true
+	case "opsPerSec":
+		if m.OpsPerSec == nil {
+			return 0, false
+		}
+		return *m.OpsPerSec, true
+	case "ctxSwitchesPerSec.voluntary", "ctxSwitchesPerSec.involuntary":
+		if m.CtxSwitchesPerSec == nil {
+			return 0, false
+		}
+		if name == "ctxSwitchesPerSec.voluntary" {
+			return m.CtxSwitchesPerSec.Voluntary, true
+		}
+		return m.CtxSwitchesPerSec.Involuntary, true
+	}
+	l := m.WakeupLatencyUs
+	if l == nil || l.Count == 0 {
+		return 0, false
+	}
+	switch name {
+	case "wakeupLatencyUs.p50":
+		return l.P50, true
+	case "wakeupLatencyUs.p90":
+		return l.P90, true
+	case "wakeupLatencyUs.p99":
+		return l.P99, true
+	case "wakeupLatencyUs.p999":
+		return l.P999, true
+	case "wakeupLatencyUs.max":
+		return l.Max, true
+	case "wakeupLatencyUs.mean":
+		return l.Mean, true
+	}
+	return 0, false
+}
+
+// combine builds a Metrics from per-metric values computed by f over the
+// named metrics of the given samples; fields that no sample has stay unset.
+// It is the one place that walks the metric vocabulary field by field.
+func combine(samples []*v1alpha1.Metrics, f func(values []float64) float64) v1alpha1.Metrics {
+	var out v1alpha1.Metrics
+	for _, name := range MetricNames {
+		var vals []float64
+		for _, s := range samples {
+			if v, ok := MetricValue(s, name); ok {
+				vals = append(vals, v)
+			}
+		}
+		if len(vals) == 0 {
+			continue
+		}
+		setMetric(&out, name, f(vals))
+	}
+	if out.WakeupLatencyUs != nil {
+		var count []float64
+		for _, s := range samples {
+			if s != nil && s.WakeupLatencyUs != nil {
+				count = append(count, float64(s.WakeupLatencyUs.Count))
+			}
+		}
+		out.WakeupLatencyUs.Count = int64(math.Round(f(count)))
+	}
+	return out
+}
+
+func setMetric(m *v1alpha1.Metrics, name string, v float64) {
+	switch name {
+	case "cpu":
+		m.CPU = v
+	case "cpuPerTask":
+		m.CPUPerTask = v
+	case "share":
+		m.Share = v
+	case "deadlineMissRatio":
+		m.DeadlineMissRatio = &v
+	case "opsPerSec":
+		m.OpsPerSec = &v
+	case "ctxSwitchesPerSec.voluntary":
+		if m.CtxSwitchesPerSec == nil {
+			m.CtxSwitchesPerSec = &v1alpha1.ContextSwitches{}
+		}
+		m.CtxSwitchesPerSec.Voluntary = v
+	case "ctxSwitchesPerSec.involuntary":
+		if m.CtxSwitchesPerSec == nil {
+			m.CtxSwitchesPerSec = &v1alpha1.ContextSwitches{}
+		}
+		m.CtxSwitchesPerSec.Involuntary = v
+	default:
+		if m.WakeupLatencyUs == nil {
+			m.WakeupLatencyUs = &v1alpha1.LatencySummary{}
+		}
+		l := m.WakeupLatencyUs
+		switch name {
+		case "wakeupLatencyUs.p50":
+			l.P50 = v
+		case "wakeupLatencyUs.p90":
+			l.P90 = v
+		case "wakeupLatencyUs.p99":
+			l.P99 = v
+		case "wakeupLatencyUs.p999":
+			l.P999 = v
+		case "wakeupLatencyUs.max":
+			l.Max = v
+		case "wakeupLatencyUs.mean":
+			l.Mean = v
+		}
+	}
+}
+
+func mean(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := 0.0
+	for _, x := range v {
+		s += x
+	}
+	return s / float64(len(v))
+}
+
+// stddev is the sample standard deviation (n−1); 0 for fewer than two.
+func stddev(v []float64) float64 {
+	if len(v) < 2 {
+		return 0
+	}
+	m := mean(v)
+	s := 0.0
+	for _, x := range v {
+		s += (x - m) * (x - m)
+	}
+	return math.Sqrt(s / float64(len(v)-1))
+}

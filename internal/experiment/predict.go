@@ -1,0 +1,290 @@
+package experiment
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/schedlab/schedlab/api/v1alpha1"
+	"github.com/schedlab/schedlab/internal/simengine"
+)
+
+// MaxSimulatedDuration caps the simulated window: steady-state metrics
+// converge long before an hour-long measurement ends, and predictions must
+// stay cheap. The CLI's --duration overrides it.
+const MaxSimulatedDuration = 20 * time.Second
+
+// agentParent is the implicit cgroup the agent creates all of a run's
+// cgroups under (schedlab/<run>). It matters only beside session groups,
+// which sit outside any cgroup and compete with it at the root. The name
+// cannot clash with a user's group: group names are DNS labels.
+const agentParent = "_schedlab"
+
+// Prediction is the simulator's answer for one node shape × variant × group.
+type Prediction struct {
+	Shape   string
+	Node    v1alpha1.NodeShape
+	Variant string
+	Group   string
+	Tasks   int
+	Metrics v1alpha1.Metrics
+}
+
+// PredictOptions tune a prediction run.
+type PredictOptions struct {
+	// Duration of the simulated window; 0 means the spec's duration capped
+	// at MaxSimulatedDuration.
+	Duration time.Duration
+	// Seed overrides spec.simulation.seed when non-nil.
+	Seed *uint64
+	// Calibration per shape name, fitted from earlier measurements.
+	Calibration map[string]simengine.Calibration
+}
+
+// ShapeForKernel is the node shape of a node with cpus CPUs running the
+// given kernel release (uname -r): EEVDF from 6.6, CFS before.
+func ShapeForKernel(cpus int32, kernelVersion string) v1alpha1.NodeShape {
+	s := v1alpha1.NodeShape{CPUs: cpus, Scheduler: v1alpha1.SchedulerEEVDF}
+	var major, minor int
+	if _, err := fmt.Sscanf(kernelVersion, "%d.%d", &major, &minor); err == nil {
+		if major < 6 || (major == 6 && minor < 6) {
+			s.Scheduler = v1alpha1.SchedulerCFS
+		}
+	}
+	return s
+}
+
+// ShapeName names a shape, e.g. "8cpu-EEVDF".
+func ShapeName(n v1alpha1.NodeShape) string { return v1alpha1.ShapeName(n.CPUs, n.Scheduler) }
+
+// SimInput translates one variant of a (defaulted, valid) spec on one node
+// shape into the simulator's input.
+func SimInput(spec *v1alpha1.SchedExperimentSpec, variant int, shape v1alpha1.NodeShape, opts PredictOptions) (simengine.Input, error) {
+	if variant < 0 || variant >= len(spec.Variants) {
+		return simengine.Input{}, fmt.Errorf("variant %d out of range", variant)
+	}
+	k := spec.Variants[variant].Knobs
+	in := simengine.Input{
+		Node: simengine.Node{
+			CPUs:           int(shape.CPUs),
+			Scheduler:      simengine.Scheduler(orDefault(string(shape.Scheduler), "EEVDF")),
+			HZ:             int(shape.HZ),
+			Preempt:        string(shape.Preempt),
+			TunableScaling: string(shape.TunableScaling),
+		},
+		Knobs: simengine.Knobs{
+			BaseSliceNs:         durNs(k.BaseSlice),
+			LatencyNs:           durNs(k.Latency),
+			MinGranularityNs:    durNs(k.MinGranularity),
+			WakeupGranularityNs: durNs(k.WakeupGranularity),
+			MigrationCostNs:     durNs(k.MigrationCost),
+			Features:            map[string]bool{},
+		},
+		DurationNs: spec.Duration.Nanoseconds(),
+		WarmupNs:   time.Second.Nanoseconds(),
+	}
+	if spec.Warmup != nil {
+		in.WarmupNs = spec.Warmup.Nanoseconds()
+	}
+	if opts.Duration > 0 {
+		in.DurationNs = opts.Duration.Nanoseconds()
+	} else if in.DurationNs > MaxSimulatedDuration.Nanoseconds() {
+		in.DurationNs = MaxSimulatedDuration.Nanoseconds()
+	}
+	if in.WarmupNs > in.DurationNs {
+		in.WarmupNs = in.DurationNs / 2
+	}
+	if c, ok := opts.Calibration[ShapeName(shape)]; ok {
+		in.Node.Calibration = c
+	}
+	// A variant's preempt and tunableScaling knobs change the node.
+	if k.Preempt != "" {
+		in.Node.Preempt = string(k.Preempt)
+	}
+	if k.TunableScaling != "" {
+		in.Node.TunableScaling = string(k.TunableScaling)
+	}
+	switch k.Autogroup {
+	case v1alpha1.AutogroupEnabled:
+		in.Knobs.Autogroup = ptr(true)
+	case v1alpha1.AutogroupDisabled:
+		in.Knobs.Autogroup = ptr(false)
+	}
+	if k.NrMigrate != nil {
+		in.Knobs.NrMigrate = int(*k.NrMigrate)
+	}
+	if spec.Simulation != nil {
+		for name, on := range spec.Simulation.Features {
+			in.Knobs.Features[name] = on
+		}
+		in.Seed = uint64(spec.Simulation.Seed)
+	}
+	for name, on := range k.Features {
+		in.Knobs.Features[name] = on
+	}
+	if opts.Seed != nil {
+		in.Seed = *opts.Seed
+	}
+
+	hasSession := false
+	for i := range spec.Workload.Groups {
+		if spec.Workload.Groups[i].Session != "" {
+			hasSession = true
+		}
+	}
+	if hasSession {
+		in.Groups = append(in.Groups, simengine.Group{Name: agentParent, Replicas: 1, Tasks: 0, CPUWeight: 100})
+	}
+	for i := range spec.Workload.Groups {
+		g := &spec.Workload.Groups[i]
+		sg := simengine.Group{
+			Name:     g.Name,
+			Replicas: int(g.ReplicaCount()),
+			Tasks:    int(g.TaskCount()),
+			CPUIdle:  g.CPUIdle != nil && *g.CPUIdle,
+			Policy:   string(g.Policy),
+			SliceNs:  durNs(g.Slice),
+			Session:  g.Session,
+			Parent:   g.Parent,
+		}
+		if shape.Scheduler == v1alpha1.SchedulerCFS {
+			// CFS kernels take sched_attr.sched_runtime for a fair task
+			// and ignore it: there is no custom slice to model.
+			sg.SliceNs = 0
+		}
+		if g.CPUWeight != nil && g.Session == "" {
+			sg.CPUWeight = int(*g.CPUWeight)
+		}
+		if g.Nice != nil {
+			sg.Nice = int(*g.Nice)
+		}
+		if g.CPUMax != "" {
+			sg.CPUMaxPeriodNs = 100 * time.Millisecond.Nanoseconds()
+			if g.CPUMaxPeriod != nil {
+				sg.CPUMaxPeriodNs = g.CPUMaxPeriod.Nanoseconds()
+			}
+			sg.CPUMaxQuotaNs = int64(CPUMaxCPUs(g.CPUMax) * float64(sg.CPUMaxPeriodNs))
+		}
+		if hasSession && g.Session == "" && g.Parent == "" {
+			sg.Parent = agentParent
+		}
+		if g.Pattern != nil {
+			sg.Pattern = simengine.Pattern{
+				Type:        simengine.PatternType(g.Pattern.Type),
+				RunNs:       durNs(g.Pattern.Run),
+				PeriodNs:    durNs(g.Pattern.Period),
+				IntervalNs:  durNs(g.Pattern.Interval),
+				MeanRunNs:   durNs(g.Pattern.MeanRun),
+				MeanSleepNs: durNs(g.Pattern.MeanSleep),
+			}
+		} else {
+			sg.Pattern = simengine.Pattern{Type: simengine.PatternType(v1alpha1.PatternHog)}
+		}
+		in.Groups = append(in.Groups, sg)
+	}
+	return in, nil
+}
+
+// Predict runs the simulator for every shape × variant and returns one
+// prediction per shape × variant × group, in spec order.
+func Predict(spec *v1alpha1.SchedExperimentSpec, shapes []v1alpha1.NodeShape, opts PredictOptions) ([]Prediction, error) {
+	var out []Prediction
+	for _, shape := range shapes {
+		for vi := range spec.Variants {
+			res, err := simulateVariant(spec, vi, shape, opts)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, res...)
+		}
+	}
+	return out, nil
+}
+
+func simulateVariant(spec *v1alpha1.SchedExperimentSpec, vi int, shape v1alpha1.NodeShape, opts PredictOptions) ([]Prediction, error) {
+	in, err := SimInput(spec, vi, shape, opts)
+	if err != nil {
+		return nil, err
+	}
+	res, err := simengine.Run(in)
+	if err != nil {
+		return nil, fmt.Errorf("simulating variant %q on %s: %w", spec.Variants[vi].Name, ShapeName(shape), err)
+	}
+	var out []Prediction
+	for _, g := range res.Groups {
+		if g.Name == agentParent {
+			continue
+		}
+		out = append(out, Prediction{
+			Shape:   ShapeName(shape),
+			Node:    shape,
+			Variant: spec.Variants[vi].Name,
+			Group:   g.Name,
+			Tasks:   g.Tasks,
+			Metrics: FromSim(g.Metrics),
+		})
+	}
+	return out, nil
+}
+
+// FromSim converts the simulator's metrics into the API's vocabulary.
+func FromSim(m simengine.Metrics) v1alpha1.Metrics {
+	out := v1alpha1.Metrics{
+		CPU:        m.CPU,
+		CPUPerTask: m.CPUPerTask,
+		Share:      m.Share,
+		CtxSwitchesPerSec: &v1alpha1.ContextSwitches{
+			Voluntary:   m.CtxSwitchesPerSec.Voluntary,
+			Involuntary: m.CtxSwitchesPerSec.Involuntary,
+		},
+	}
+	if l := m.WakeupLatencyUs; l != nil {
+		out.WakeupLatencyUs = &v1alpha1.LatencySummary{P50: l.P50, P90: l.P90, P99: l.P99, P999: l.P999, Max: l.Max, Mean: l.Mean, Count: l.Count}
+	}
+	if m.DeadlineMissRatio != nil {
+		out.DeadlineMissRatio = ptr(*m.DeadlineMissRatio)
+	}
+	if m.OpsPerSec != nil {
+		out.OpsPerSec = ptr(*m.OpsPerSec)
+	}
+	return out
+}
+
+// ParseScheduler accepts eevdf/cfs in any case.
+func ParseScheduler(s string) (v1alpha1.SchedulerFamily, error) {
+	switch strings.ToUpper(s) {
+	case "EEVDF":
+		return v1alpha1.SchedulerEEVDF, nil
+	case "CFS":
+		return v1alpha1.SchedulerCFS, nil
+	}
+	return "", fmt.Errorf("scheduler %q: use eevdf or cfs", s)
+}
+
+// ParsePreempt accepts none/voluntary/full/lazy in any case.
+func ParsePreempt(s string) (v1alpha1.PreemptModel, error) {
+	for _, p := range []v1alpha1.PreemptModel{v1alpha1.PreemptNone, v1alpha1.PreemptVoluntary, v1alpha1.PreemptFull, v1alpha1.PreemptLazy} {
+		if strings.EqualFold(s, string(p)) {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("preempt %q: use none, voluntary, full or lazy", s)
+}
+
+func durNs(d *metav1.Duration) int64 {
+	if d == nil {
+		return 0
+	}
+	return d.Nanoseconds()
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,190 @@
+package experiment
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/schedlab/schedlab/api/v1alpha1"
+)
+
+// Report is what `schedlab simulate` and `schedlab run` print: per variant
+// (and node shape), per group, predicted and, after a run, measured.
+type Report struct {
+	Capabilities *v1alpha1.NodeCapabilities `json:"capabilities,omitempty"`
+	Variants     []VariantReport            `json:"variants"`
+	BestVariant  string                     `json:"bestVariant,omitempty"`
+	BestReason   string                     `json:"bestVariantReason,omitempty"`
+	PredError    string                     `json:"predictionError,omitempty"`
+}
+
+// NodeReport is the node shape a variant's predictions are for.
+type NodeReport struct {
+	CPUs      int32  `json:"cpus"`
+	Scheduler string `json:"scheduler"`
+	HZ        int32  `json:"hz,omitempty"`
+	Preempt   string `json:"preempt,omitempty"`
+}
+
+// VariantReport is one variant on one node shape.
+type VariantReport struct {
+	Name        string        `json:"name"`
+	Node        NodeReport    `json:"node"`
+	Unsupported string        `json:"unsupported,omitempty"`
+	Groups      []GroupReport `json:"groups"`
+}
+
+// GroupReport is one group's numbers.
+type GroupReport struct {
+	Name          string                    `json:"name"`
+	Tasks         int                       `json:"tasks"`
+	Measured      *v1alpha1.MeasuredMetrics `json:"measured,omitempty"`
+	Predicted     *v1alpha1.Metrics         `json:"predicted,omitempty"`
+	RelativeError *v1alpha1.Metrics         `json:"relativeError,omitempty"`
+}
+
+func nodeReport(n v1alpha1.NodeShape) NodeReport {
+	return NodeReport{CPUs: n.CPUs, Scheduler: orDefault(string(n.Scheduler), "EEVDF"), HZ: n.HZ, Preempt: string(n.Preempt)}
+}
+
+// SimulationReport lays predictions out variant by variant, shape by shape.
+func SimulationReport(spec *v1alpha1.SchedExperimentSpec, preds []Prediction) *Report {
+	r := &Report{}
+	idx := map[string]int{}
+	for _, p := range preds {
+		k := p.Shape + "/" + p.Variant
+		i, ok := idx[k]
+		if !ok {
+			i = len(r.Variants)
+			idx[k] = i
+			r.Variants = append(r.Variants, VariantReport{Name: p.Variant, Node: nodeReport(p.Node)})
+		}
+		m := p.Metrics
+		r.Variants[i].Groups = append(r.Variants[i].Groups, GroupReport{Name: p.Group, Tasks: p.Tasks, Predicted: &m})
+	}
+	results := make([]v1alpha1.GroupResult, 0, len(preds))
+	for i := range preds {
+		m := preds[i].Metrics
+		results = append(results, v1alpha1.GroupResult{Variant: preds[i].Variant, Group: preds[i].Group, Predicted: &m})
+	}
+	if len(spec.Objectives) > 0 {
+		r.BestVariant, r.BestReason = BestVariant(spec, results)
+	}
+	return r
+}
+
+// MeasuredReport lays measured results (with their predictions filled in by
+// Compare) out for one node.
+func MeasuredReport(spec *v1alpha1.SchedExperimentSpec, node v1alpha1.NodeShape, caps *v1alpha1.NodeCapabilities, results []v1alpha1.GroupResult, predErr string) *Report {
+	r := &Report{Capabilities: caps, PredError: predErr}
+	tasks := map[string]int{}
+	for _, g := range spec.Workload.Groups {
+		tasks[g.Name] = int(g.ReplicaCount() * g.TaskCount())
+	}
+	idx := map[string]int{}
+	for _, res := range results {
+		i, ok := idx[res.Variant]
+		if !ok {
+			i = len(r.Variants)
+			idx[res.Variant] = i
+			r.Variants = append(r.Variants, VariantReport{Name: res.Variant, Node: nodeReport(node)})
+		}
+		if res.Unsupported != "" {
+			r.Variants[i].Unsupported = res.Unsupported
+		}
+		r.Variants[i].Groups = append(r.Variants[i].Groups, GroupReport{
+			Name: res.Group, Tasks: tasks[res.Group],
+			Measured: res.Measured, Predicted: res.Predicted, RelativeError: res.RelativeError,
+		})
+	}
+	r.BestVariant, r.BestReason = BestVariant(spec, results)
+	return r
+}
+
+// WriteJSON prints the report as indented JSON.
+func (r *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// WriteTable prints the report as aligned columns: measured next to
+// predicted where both exist.
+func (r *Report) WriteTable(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	measured := false
+	for _, v := range r.Variants {
+		for _, g := range v.Groups {
+			if g.Measured != nil {
+				measured = true
+			}
+		}
+	}
+	if measured {
+		fmt.Fprintln(tw, "VARIANT\tGROUP\tTASKS\tCPU meas\tCPU pred\tERR\tSHARE meas\tSHARE pred\tP50us meas\tP50us pred\tP99us meas\tP99us pred\tMISS meas\tMISS pred\tN\t")
+	} else {
+		fmt.Fprintln(tw, "VARIANT\tNODE\tGROUP\tTASKS\tCPU\tCPU/TASK\tSHARE\tP50us\tP99us\tMAXus\tCSW/s vol\tCSW/s inv\tMISS\tOPS/s\t")
+	}
+	for _, v := range r.Variants {
+		if v.Unsupported != "" && measured {
+			fmt.Fprintf(tw, "%s\t(unsupported: %s)\t\t\t\t\t\t\t\t\t\t\t\t\t\t\n", v.Name, v.Unsupported)
+			continue
+		}
+		for _, g := range v.Groups {
+			if measured {
+				var mm *v1alpha1.Metrics
+				n := int32(0)
+				if g.Measured != nil {
+					mm = &g.Measured.Metrics
+					n = g.Measured.N
+				}
+				errCPU := "-"
+				if g.RelativeError != nil && mm != nil && mm.CPU != 0 {
+					errCPU = fmt.Sprintf("%+.1f%%", 100*g.RelativeError.CPU)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t\n", v.Name, g.Name, g.Tasks,
+					num(mm, "cpu", 3), num(g.Predicted, "cpu", 3), errCPU,
+					num(mm, "share", 3), num(g.Predicted, "share", 3),
+					num(mm, "wakeupLatencyUs.p50", 1), num(g.Predicted, "wakeupLatencyUs.p50", 1),
+					num(mm, "wakeupLatencyUs.p99", 1), num(g.Predicted, "wakeupLatencyUs.p99", 1),
+					num(mm, "deadlineMissRatio", 3), num(g.Predicted, "deadlineMissRatio", 3), n)
+				continue
+			}
+			p := g.Predicted
+			node := fmt.Sprintf("%dcpu-%s", v.Node.CPUs, v.Node.Scheduler)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", v.Name, node, g.Name, g.Tasks,
+				num(p, "cpu", 3), num(p, "cpuPerTask", 3), num(p, "share", 3),
+				num(p, "wakeupLatencyUs.p50", 1), num(p, "wakeupLatencyUs.p99", 1), num(p, "wakeupLatencyUs.max", 1),
+				num(p, "ctxSwitchesPerSec.voluntary", 0), num(p, "ctxSwitchesPerSec.involuntary", 0),
+				num(p, "deadlineMissRatio", 3), num(p, "opsPerSec", 0))
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	var foot []string
+	if r.PredError != "" {
+		foot = append(foot, "prediction error (cpu, mean |relative|): "+r.PredError)
+	}
+	if r.BestVariant != "" {
+		foot = append(foot, fmt.Sprintf("best variant: %s (%s)", r.BestVariant, r.BestReason))
+	} else if r.BestReason != "" {
+		foot = append(foot, "best variant: "+r.BestReason)
+	}
+	if len(foot) > 0 {
+		_, err := fmt.Fprintln(w, "\n"+strings.Join(foot, "\n"))
+		return err
+	}
+	return nil
+}
+
+func num(m *v1alpha1.Metrics, name string, prec int) string {
+	v, ok := MetricValue(m, name)
+	if !ok || math.IsNaN(v) {
+		return "-"
+	}
+	return fmt.Sprintf("%.*f", prec, v)
+}
