@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -30,6 +31,31 @@ type Prediction struct {
 	Group   string
 	Tasks   int
 	Metrics v1alpha1.Metrics
+	// Unsupported says why the variant cannot run on this shape (a knob
+	// the kernel family lacks); Metrics is then empty.
+	Unsupported string
+}
+
+// UnsupportedError is a variant that needs a knob the node shape's kernel
+// does not have, as the agent would find it on such a node.
+type UnsupportedError struct{ Reason string }
+
+func (e *UnsupportedError) Error() string { return e.Reason }
+
+// checkKnobsApply reports knobs that the shape's scheduler family lacks:
+// base_slice_ns exists only on EEVDF, the CFS granularities only before it.
+func checkKnobsApply(k *v1alpha1.Knobs, shape v1alpha1.NodeShape) error {
+	if shape.Scheduler == v1alpha1.SchedulerCFS && k.BaseSlice != nil {
+		return &UnsupportedError{"baseSlice: CFS kernels (before 6.6) have no base_slice_ns"}
+	}
+	if shape.Scheduler != v1alpha1.SchedulerCFS {
+		for name, d := range map[string]*metav1.Duration{"latency": k.Latency, "minGranularity": k.MinGranularity, "wakeupGranularity": k.WakeupGranularity} {
+			if d != nil {
+				return &UnsupportedError{name + ": EEVDF kernels (6.6 and later) have no " + name + " tunable"}
+			}
+		}
+	}
+	return nil
 }
 
 // PredictOptions tune a prediction run.
@@ -66,6 +92,9 @@ func SimInput(spec *v1alpha1.SchedExperimentSpec, variant int, shape v1alpha1.No
 		return simengine.Input{}, fmt.Errorf("variant %d out of range", variant)
 	}
 	k := spec.Variants[variant].Knobs
+	if err := checkKnobsApply(&k, shape); err != nil {
+		return simengine.Input{}, err
+	}
 	in := simengine.Input{
 		Node: simengine.Node{
 			CPUs:           int(shape.CPUs),
@@ -205,6 +234,15 @@ func Predict(spec *v1alpha1.SchedExperimentSpec, shapes []v1alpha1.NodeShape, op
 
 func simulateVariant(spec *v1alpha1.SchedExperimentSpec, vi int, shape v1alpha1.NodeShape, opts PredictOptions) ([]Prediction, error) {
 	in, err := SimInput(spec, vi, shape, opts)
+	var unsupported *UnsupportedError
+	if errors.As(err, &unsupported) {
+		var out []Prediction
+		for _, g := range spec.Workload.Groups {
+			out = append(out, Prediction{Shape: ShapeName(shape), Node: shape, Variant: spec.Variants[vi].Name,
+				Group: g.Name, Tasks: int(g.ReplicaCount() * g.TaskCount()), Unsupported: unsupported.Reason})
+		}
+		return out, nil
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -62,11 +62,19 @@ func SimulationReport(spec *v1alpha1.SchedExperimentSpec, preds []Prediction) *R
 			idx[k] = i
 			r.Variants = append(r.Variants, VariantReport{Name: p.Variant, Node: nodeReport(p.Node)})
 		}
+		if p.Unsupported != "" {
+			r.Variants[i].Unsupported = p.Unsupported
+			r.Variants[i].Groups = append(r.Variants[i].Groups, GroupReport{Name: p.Group, Tasks: p.Tasks})
+			continue
+		}
 		m := p.Metrics
 		r.Variants[i].Groups = append(r.Variants[i].Groups, GroupReport{Name: p.Group, Tasks: p.Tasks, Predicted: &m})
 	}
 	results := make([]v1alpha1.GroupResult, 0, len(preds))
 	for i := range preds {
+		if preds[i].Unsupported != "" {
+			continue
+		}
 		m := preds[i].Metrics
 		results = append(results, v1alpha1.GroupResult{Variant: preds[i].Variant, Group: preds[i].Group, Predicted: &m})
 	}
@@ -128,9 +136,11 @@ func (r *Report) WriteTable(w io.Writer) error {
 	} else {
 		fmt.Fprintln(tw, "VARIANT\tNODE\tGROUP\tTASKS\tCPU\tCPU/TASK\tSHARE\tP50us\tP99us\tMAXus\tCSW/s vol\tCSW/s inv\tMISS\tOPS/s\t")
 	}
+	var unsupported []string
 	for _, v := range r.Variants {
-		if v.Unsupported != "" && measured {
-			fmt.Fprintf(tw, "%s\t(unsupported: %s)\t\t\t\t\t\t\t\t\t\t\t\t\t\t\n", v.Name, v.Unsupported)
+		if v.Unsupported != "" {
+			fmt.Fprintf(tw, "%s\t%dcpu-%s\tunsupported*\t\t\t\t\t\t\t\t\t\t\t\t\t\n", v.Name, v.Node.CPUs, v.Node.Scheduler)
+			unsupported = append(unsupported, fmt.Sprintf("* %s on %dcpu-%s is unsupported: %s", v.Name, v.Node.CPUs, v.Node.Scheduler, v.Unsupported))
 			continue
 		}
 		for _, g := range v.Groups {
@@ -165,7 +175,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	var foot []string
+	foot := unsupported
 	if r.PredError != "" {
 		foot = append(foot, "prediction error (cpu, mean |relative|): "+r.PredError)
 	}
