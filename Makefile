@@ -50,7 +50,9 @@ build: ## Build the schedlab binary into bin/.
 
 .PHONY: test
 test: k8s-bins build ## Unit, integration and end-to-end tests (builds the local control plane first, cached).
-	$(GO) test -count=1 -timeout 40m ./...
+	@# One package at a time: the agent and end-to-end tests change real node
+	@# knobs and measure CPU shares, so they must not overlap each other.
+	$(GO) test -p 1 -count=1 -timeout 60m ./...
 
 .PHONY: test-unit
 test-unit: ## Unit tests only (no control plane, no root).
@@ -61,6 +63,7 @@ bench: ## Benchmarks.
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/...
 
 -include hack/k8s.mk
+-include hack/e2e.mk
 
 .PHONY: help
 help:

@@ -1,0 +1,134 @@
+// Package crd tests the CRD schema against a real kube-apiserver: every sample
+// is accepted and every invalid manifest is refused with the message a user
+// can act on, exactly as `kubectl apply --dry-run=server` shows them.
+package crd
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/schedlab/schedlab/test/envtest"
+)
+
+var (
+	kubeconfig string
+	kubectl    string
+	root       string
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	var err error
+	root, err = envtest.RepoRoot()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	env, err := envtest.StartEnv(envtest.Options{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer env.Stop()
+	user, err := env.Environment.AddUser(crenvtest.User{Name: "schedlab-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "adding a kubectl user:", err)
+		return 1
+	}
+	kc, err := user.KubeConfig()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	dir, err := os.MkdirTemp("", "schedlab-crd-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	kubeconfig = filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	kubectl = filepath.Join(env.Environment.BinaryAssetsDirectory, "kubectl")
+	return m.Run()
+}
+
+// applyDryRun runs kubectl apply --dry-run=server on one file, as a user
+// would, and returns its combined output.
+func applyDryRun(t *testing.T, file string) (string, error) {
+	t.Helper()
+	cmd := exec.Command(kubectl, "--kubeconfig", kubeconfig, "apply", "--dry-run=server", "-f", file)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	return out.String(), err
+}
+
+func TestSamplesAccepted(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join(root, "config/samples/*.yaml"))
+	n := 0
+	for _, f := range files {
+		if filepath.Base(f) == "kustomization.yaml" {
+			continue
+		}
+		n++
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			out, err := applyDryRun(t, f)
+			if err != nil {
+				t.Fatalf("kubectl apply --dry-run=server refused the sample: %v\n%s", err, out)
+			}
+			if !strings.Contains(out, "created (server dry run)") {
+				t.Fatalf("unexpected kubectl output: %s", out)
+			}
+		})
+	}
+	if n < 8 {
+		t.Fatalf("expected at least 8 samples, found %d", n)
+	}
+}
+
+func TestInvalidManifestsRefused(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join(root, "test/manifests/invalid/*.yaml"))
+	if len(files) < 25 {
+		t.Fatalf("expected at least 25 invalid manifests, found %d", len(files))
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			want := expected(t, f)
+			out, err := applyDryRun(t, f)
+			if err == nil {
+				t.Fatalf("the API server accepted it; want a refusal containing %q\n%s", want, out)
+			}
+			if !strings.Contains(out, want) {
+				t.Fatalf("refusal does not contain %q:\n%s", want, out)
+			}
+		})
+	}
+}
+
+func expected(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "# expect-api: "); ok {
+			return rest
+		}
+	}
+	t.Fatalf("%s has no '# expect-api:' line", path)
+	return ""
+}
