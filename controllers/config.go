@@ -1,0 +1,83 @@
+// Package controllers holds the schedlab reconcilers: the SchedExperiment
+// lifecycle (select and lock nodes, run the agents, aggregate their NodeRuns,
+// restore and unlock).
+package controllers
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Config is the manager's configuration the reconciler needs. Zero fields
+// take the defaults of DefaultConfig.
+type Config struct {
+	// Namespace is the operator's namespace: the agent DaemonSets and the
+	// node Leases live there.
+	Namespace string
+	// AgentImage is the image of the agent container.
+	AgentImage string
+	// AgentImagePullPolicy of the agent container.
+	AgentImagePullPolicy corev1.PullPolicy
+	// AgentServiceAccount runs the agent pods.
+	AgentServiceAccount string
+	// AgentPriorityClass of the agent pods ("" for none).
+	AgentPriorityClass string
+	// AgentTolerations go on the agent pods, and a node tainted with a taint
+	// they tolerate may be selected.
+	AgentTolerations []corev1.Toleration
+	// StateDir is the host directory of the agent's journal.
+	StateDir string
+	// DeadlineMargin is added to (warmup + duration) × variants × repetitions
+	// before a node that has not reported is TimedOut.
+	DeadlineMargin time.Duration
+	// RestoreTimeout bounds the wait for the agents to report their restore
+	// after an abort, completion or deletion.
+	RestoreTimeout time.Duration
+	// WaitRecheck is how often an experiment waiting for nodes rechecks even
+	// when no event arrives (a backstop: Lease and Node events wake it first).
+	WaitRecheck time.Duration
+}
+
+// DefaultConfig is the configuration the manager's flags start from.
+func DefaultConfig() Config {
+	return Config{
+		Namespace:            "schedlab-system",
+		AgentImage:           "ghcr.io/schedlab/schedlab:latest",
+		AgentImagePullPolicy: corev1.PullIfNotPresent,
+		AgentServiceAccount:  "schedlab-agent",
+		StateDir:             "/var/lib/schedlab",
+		DeadlineMargin:       5 * time.Minute,
+		RestoreTimeout:       5 * time.Minute,
+		WaitRecheck:          time.Minute,
+	}
+}
+
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	if c.Namespace == "" {
+		c.Namespace = d.Namespace
+	}
+	if c.AgentImage == "" {
+		c.AgentImage = d.AgentImage
+	}
+	if c.AgentImagePullPolicy == "" {
+		c.AgentImagePullPolicy = d.AgentImagePullPolicy
+	}
+	if c.AgentServiceAccount == "" {
+		c.AgentServiceAccount = d.AgentServiceAccount
+	}
+	if c.StateDir == "" {
+		c.StateDir = d.StateDir
+	}
+	if c.DeadlineMargin == 0 {
+		c.DeadlineMargin = d.DeadlineMargin
+	}
+	if c.RestoreTimeout == 0 {
+		c.RestoreTimeout = d.RestoreTimeout
+	}
+	if c.WaitRecheck == 0 {
+		c.WaitRecheck = d.WaitRecheck
+	}
+	return c
+}

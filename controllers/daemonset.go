@@ -1,0 +1,162 @@
+package controllers
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/schedlab/schedlab/api/v1alpha1"
+	"github.com/schedlab/schedlab/controllers/names"
+)
+
+const (
+	templateHashAnnotation = "schedlab.io/template-hash"
+	// HostRoot is where the agent container sees the host's /proc/sys and
+	// /sys; the agent's --root flag points there.
+	HostRoot = "/host"
+)
+
+// ensureDaemonSet creates the agent DaemonSet of a running experiment, or
+// updates it when the chosen nodes or the manager's configuration changed.
+func (r *SchedExperimentReconciler) ensureDaemonSet(ctx context.Context, s *scope) error {
+	if !s.measure() || s.terminal() || s.stop {
+		return nil
+	}
+	want, err := r.daemonSetFor(s)
+	if err != nil {
+		return err
+	}
+	if s.ds == nil {
+		if err := r.Client.Create(ctx, want); err != nil {
+			return fmt.Errorf("creating DaemonSet %s: %w", want.Name, err)
+		}
+		s.ds = want
+		s.log.Info("Created DaemonSet", "daemonset", want.Name, "nodes", len(s.chosen))
+		s.event(corev1.EventTypeNormal, "CreatedDaemonSet", "Create",
+			fmt.Sprintf("Created DaemonSet %s/%s for %d nodes", want.Namespace, want.Name, len(s.chosen)))
+		return nil
+	}
+	if s.ds.Annotations[templateHashAnnotation] == want.Annotations[templateHashAnnotation] {
+		return nil
+	}
+	upd := s.ds.DeepCopy()
+	upd.Labels, upd.Annotations = want.Labels, want.Annotations
+	upd.Spec.Template = want.Spec.Template
+	if err := r.Client.Update(ctx, upd); err != nil {
+		return fmt.Errorf("updating DaemonSet %s: %w", upd.Name, err)
+	}
+	s.ds = upd
+	s.log.Info("Updated DaemonSet", "daemonset", upd.Name)
+	return nil
+}
+
+// daemonSetFor builds the agent DaemonSet. The one container is privileged:
+// the agent writes scheduler knobs under the host's /proc/sys and
+// /sys/kernel/debug, and creates cgroups in the host's /sys/fs/cgroup. It
+// does not need the host's PID namespace: it measures and moves only its own
+// workload processes, and the knobs it writes are node-global. The host's
+// /proc/sys and /sys are mounted under /host (the agent's --root), the
+// journal's state directory at the same path as on the host.
+func (r *SchedExperimentReconciler) daemonSetFor(s *scope) (*appsv1.DaemonSet, error) {
+	cfg := r.Config
+	selector := map[string]string{
+		names.AppNameLabel:       names.AgentAppName,
+		v1alpha1.ExperimentLabel: names.LabelValue(s.exp.Name),
+	}
+	labels := map[string]string{
+		names.ManagedByLabel:  names.ManagedByValue,
+		names.GenerationLabel: fmt.Sprint(s.exp.Generation),
+	}
+	for k, v := range selector {
+		labels[k] = v
+	}
+	hostPathDir := corev1.HostPathDirectory
+	stateType := corev1.HostPathDirectoryOrCreate
+	propagation := corev1.MountPropagationHostToContainer
+	tmpl := corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: labels},
+		Spec: corev1.PodSpec{
+			ServiceAccountName:            cfg.AgentServiceAccount,
+			PriorityClassName:             cfg.AgentPriorityClass,
+			Tolerations:                   cfg.AgentTolerations,
+			TerminationGracePeriodSeconds: ptr.To[int64](120),
+			AutomountServiceAccountToken:  ptr.To(true),
+			Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+				RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+					NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+						MatchFields: []corev1.NodeSelectorRequirement{{
+							Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: append([]string(nil), s.chosen...),
+						}},
+					}},
+				},
+			}},
+			Containers: []corev1.Container{{
+				Name:            "agent",
+				Image:           cfg.AgentImage,
+				ImagePullPolicy: cfg.AgentImagePullPolicy,
+				Args: []string{"agent",
+					"--experiment", s.exp.Name,
+					"--state-dir", cfg.StateDir,
+					"--root", HostRoot,
+				},
+				Env: []corev1.EnvVar{
+					{Name: "NODE_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}},
+					{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
+				},
+				SecurityContext: &corev1.SecurityContext{
+					Privileged:             ptr.To(true),
+					RunAsUser:              ptr.To[int64](0),
+					ReadOnlyRootFilesystem: ptr.To(true),
+				},
+				VolumeMounts: []corev1.VolumeMount{
+					{Name: "host-proc-sys", MountPath: HostRoot + "/proc/sys"},
+					{Name: "host-sys", MountPath: HostRoot + "/sys", MountPropagation: &propagation},
+					{Name: "state", MountPath: cfg.StateDir},
+					{Name: "tmp", MountPath: "/tmp"},
+				},
+			}},
+			Volumes: []corev1.Volume{
+				{Name: "host-proc-sys", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/proc/sys", Type: &hostPathDir}}},
+				{Name: "host-sys", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/sys", Type: &hostPathDir}}},
+				{Name: "state", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: cfg.StateDir, Type: &stateType}}},
+				{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+			},
+		},
+	}
+	raw, err := json.Marshal(tmpl)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(raw)
+	ds := &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        names.DaemonSet(s.exp.Name),
+			Namespace:   cfg.Namespace,
+			Labels:      labels,
+			Annotations: map[string]string{templateHashAnnotation: hex.EncodeToString(sum[:8])},
+		},
+		Spec: appsv1.DaemonSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: selector},
+			Template: tmpl,
+			UpdateStrategy: appsv1.DaemonSetUpdateStrategy{
+				Type:          appsv1.RollingUpdateDaemonSetStrategyType,
+				RollingUpdate: &appsv1.RollingUpdateDaemonSet{MaxUnavailable: ptr.To(intOrStringPercent(100))},
+			},
+		},
+	}
+	if err := controllerutil.SetControllerReference(s.exp, ds, r.Client.Scheme()); err != nil {
+		return nil, err
+	}
+	return ds, nil
+}
+
+func intOrStringPercent(p int) intstr.IntOrString { return intstr.FromString(fmt.Sprintf("%d%%", p)) }

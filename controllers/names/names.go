@@ -1,0 +1,72 @@
+// Package names derives the names and label values of the objects the
+// schedlab controller creates, so that the controller, the agent and the
+// tests agree on them.
+package names
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+)
+
+const (
+	// AgentAppName is the app.kubernetes.io/name of the agent DaemonSet and its pods.
+	AgentAppName = "schedlab-agent"
+	// ManagedByLabel marks the objects schedlab manages.
+	ManagedByLabel = "app.kubernetes.io/managed-by"
+	// ManagedByValue is the value of ManagedByLabel.
+	ManagedByValue = "schedlab"
+	// AppNameLabel is the well-known app name label.
+	AppNameLabel = "app.kubernetes.io/name"
+	// GenerationLabel carries the experiment generation a DaemonSet runs.
+	GenerationLabel = "schedlab.io/generation"
+	// HolderAnnotation on a node Lease names the experiment that holds it,
+	// for people; the holderIdentity is what the controller compares.
+	HolderAnnotation = "schedlab.io/holder"
+
+	maxDNSLabel   = 63
+	maxDNSSubName = 253
+	hashLen       = 10
+)
+
+// Shorten returns s when it has at most max characters, else a prefix of s
+// and a hash of all of s, max characters in all, so that distinct long names
+// stay distinct.
+func Shorten(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	sum := sha256.Sum256([]byte(s))
+	h := hex.EncodeToString(sum[:])[:hashLen]
+	prefix := strings.TrimRight(s[:max-hashLen-1], "-.")
+	return prefix + "-" + h
+}
+
+// LabelValue makes a name usable as a label value (at most 63 characters).
+func LabelValue(name string) string { return Shorten(name, maxDNSLabel) }
+
+// NodeRun is the name of the NodeRun of experiment on node.
+func NodeRun(experiment, node string) string {
+	return Shorten(experiment+"-"+node, maxDNSSubName)
+}
+
+// DaemonSet is the name of the agent DaemonSet of an experiment. Pod names
+// derive from it, so it is kept to a DNS label with room for the suffix.
+func DaemonSet(experiment string) string {
+	return Shorten("schedlab-agent-"+experiment, maxDNSLabel-6)
+}
+
+// Lease is the name of the Lease that locks node.
+func Lease(node string) string { return Shorten("schedlab-node-"+node, maxDNSSubName) }
+
+// LeaseHolder is the holderIdentity an experiment writes into the Leases it holds.
+func LeaseHolder(experiment, uid string) string { return experiment + "/" + uid }
+
+// SplitLeaseHolder splits a holderIdentity into experiment name and UID.
+func SplitLeaseHolder(holder string) (experiment, uid string, ok bool) {
+	i := strings.LastIndexByte(holder, '/')
+	if i <= 0 || i == len(holder)-1 {
+		return "", "", false
+	}
+	return holder[:i], holder[i+1:], true
+}

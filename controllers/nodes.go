@@ -1,0 +1,118 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/schedlab/schedlab/api/v1alpha1"
+)
+
+// selectNodes picks the nodes: those matching nodeSelector that are Ready,
+// schedulable and carry no taint the agent does not tolerate, sorted by
+// name, at most maxNodes. Once the nodes are locked for this generation the
+// choice is fixed and only the Node objects are refreshed.
+func (r *SchedExperimentReconciler) selectNodes(ctx context.Context, s *scope) error {
+	if s.terminal() || s.stop {
+		return nil
+	}
+	if !s.measure() && s.exp.Spec.Simulation != nil && len(s.exp.Spec.Simulation.Nodes) > 0 {
+		return nil // the shapes are given
+	}
+	sel, err := metav1.LabelSelectorAsSelector(s.exp.Spec.NodeSelector)
+	if err != nil {
+		return err // validate has refused it already
+	}
+	var list corev1.NodeList
+	if err := r.Client.List(ctx, &list, client.MatchingLabelsSelector{Selector: sel}); err != nil {
+		return fmt.Errorf("listing nodes: %w", err)
+	}
+	s.nodes = make(map[string]*corev1.Node, len(list.Items))
+	for i := range list.Items {
+		s.nodes[list.Items[i].Name] = &list.Items[i]
+	}
+
+	if s.measure() && s.conditionTrue(v1alpha1.ConditionNodesLocked) {
+		for _, p := range s.status.Nodes {
+			s.chosen = append(s.chosen, p.Name)
+		}
+		return nil
+	}
+
+	var skipped int
+	for i := range list.Items {
+		if usable, _ := r.usable(&list.Items[i]); usable {
+			s.chosen = append(s.chosen, list.Items[i].Name)
+		} else {
+			skipped++
+		}
+	}
+	sort.Strings(s.chosen)
+	if m := s.exp.Spec.MaxNodes; m != nil && int(*m) < len(s.chosen) {
+		s.chosen = s.chosen[:*m]
+	}
+	if len(s.chosen) == 0 {
+		msg := fmt.Sprintf("no node matches the nodeSelector and is Ready, schedulable and untainted (%d matching nodes skipped)", skipped)
+		s.setCondition(v1alpha1.ConditionNodesLocked, metav1.ConditionFalse, v1alpha1.ReasonNoNodes, msg)
+		s.setCondition(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonNoNodes, msg)
+		s.status.Nodes, s.status.NodeProgress = nil, ""
+		s.stop = true
+		if len(s.leases) > 0 {
+			return r.releaseNodes(ctx, s)
+		}
+		return nil // a Node event brings us back
+	}
+	progress := make([]v1alpha1.NodeProgress, 0, len(s.chosen))
+	for _, n := range s.chosen {
+		p := v1alpha1.NodeProgress{Name: n, Phase: v1alpha1.NodeRunPending}
+		if sh, ok := r.shapeOf(s, n, nil); ok {
+			p.Shape = shapeName(sh)
+		}
+		progress = append(progress, p)
+	}
+	s.status.Nodes = progress
+	s.status.NodeProgress = fmt.Sprintf("0/%d", len(s.chosen))
+	return nil
+}
+
+// usable says whether the agent can run on the node, and why not.
+func (r *SchedExperimentReconciler) usable(n *corev1.Node) (bool, string) {
+	if !nodeReady(n) {
+		return false, "NotReady"
+	}
+	if n.Spec.Unschedulable {
+		return false, "cordoned"
+	}
+	for i := range n.Spec.Taints {
+		t := &n.Spec.Taints[i]
+		if t.Effect == corev1.TaintEffectPreferNoSchedule {
+			continue
+		}
+		if !tolerates(r.Config.AgentTolerations, t) {
+			return false, "tainted " + t.ToString()
+		}
+	}
+	return true, ""
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func tolerates(tolerations []corev1.Toleration, t *corev1.Taint) bool {
+	for i := range tolerations {
+		if tolerations[i].ToleratesTaint(klogLogger, t, false) {
+			return true
+		}
+	}
+	return false
+}

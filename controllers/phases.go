@@ -1,0 +1,591 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/schedlab/schedlab/api/v1alpha1"
+	"github.com/schedlab/schedlab/controllers/names"
+)
+
+// reasonReleased is the NodesLocked reason once the run is over and the
+// nodes are unlocked.
+const reasonReleased = "Released"
+
+// phases of a live experiment, in order.
+func (r *SchedExperimentReconciler) phases() []phase {
+	return []phase{
+		{"observe", r.observe},
+		{"abort stale generation", r.abortStaleGeneration},
+		{"validate", r.validate},
+		{"select nodes", r.selectNodes},
+		{"simulate", r.simulate},
+		{"lock nodes", r.lockNodes},
+		{"ensure node runs", r.ensureNodeRuns},
+		{"ensure daemonset", r.ensureDaemonSet},
+		{"track progress", r.trackProgress},
+		{"complete", r.complete},
+		{"finish", r.finish},
+	}
+}
+
+// deletionPhases of an experiment being deleted, in order.
+func (r *SchedExperimentReconciler) deletionPhases() []phase {
+	return []phase{
+		{"observe", r.observe},
+		{"drain", r.drainForDeletion},
+		{"release nodes", r.releaseNodes},
+		{"remove finalizer", r.removeFinalizer},
+	}
+}
+
+// terminal reports whether the current generation has finished: completed,
+// failed, or refused as invalid.
+func (s *scope) terminal() bool {
+	return s.conditionTrue(v1alpha1.ConditionCompleted) || s.conditionTrue(v1alpha1.ConditionFailed)
+}
+
+func (s *scope) measure() bool { return s.exp.Spec.Mode != v1alpha1.ModeSimulate }
+
+// observe reads the experiment's children: its NodeRuns (through the
+// experiment-name index), its DaemonSet and the node Leases it holds
+// (through the holder index).
+func (r *SchedExperimentReconciler) observe(ctx context.Context, s *scope) error {
+	var runs v1alpha1.NodeRunList
+	if err := r.Client.List(ctx, &runs, client.MatchingFields{indexNodeRunExperiment: s.exp.Name}); err != nil {
+		return fmt.Errorf("listing NodeRuns: %w", err)
+	}
+	for i := range runs.Items {
+		nr := &runs.Items[i]
+		if !metav1.IsControlledBy(nr, s.exp) {
+			// Left behind by an earlier experiment of the same name.
+			if err := r.deleteObject(ctx, nr); err != nil {
+				return fmt.Errorf("deleting NodeRun %s of an earlier experiment: %w", nr.Name, err)
+			}
+			continue
+		}
+		s.runs = append(s.runs, *nr)
+	}
+	sort.Slice(s.runs, func(i, j int) bool { return s.runs[i].Spec.NodeName < s.runs[j].Spec.NodeName })
+
+	ds := &appsv1.DaemonSet{}
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: r.Config.Namespace, Name: names.DaemonSet(s.exp.Name)}, ds)
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return fmt.Errorf("getting DaemonSet: %w", err)
+	case metav1.IsControlledBy(ds, s.exp):
+		s.ds = ds
+	default:
+		if err := r.deleteObject(ctx, ds); err != nil {
+			return fmt.Errorf("deleting DaemonSet %s of an earlier experiment: %w", ds.Name, err)
+		}
+	}
+
+	var leases coordinationv1.LeaseList
+	if err := r.Client.List(ctx, &leases, client.InNamespace(r.Config.Namespace), client.MatchingFields{indexLeaseHolder: s.exp.Name}); err != nil {
+		return fmt.Errorf("listing Leases: %w", err)
+	}
+	for _, l := range leases.Items {
+		if l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity == s.holder {
+			s.leases = append(s.leases, l)
+		}
+	}
+	return nil
+}
+
+// abortStaleGeneration stops a run of an earlier generation: the agents go,
+// the nodes are restored and unlocked, and the experiment starts over.
+func (r *SchedExperimentReconciler) abortStaleGeneration(ctx context.Context, s *scope) error {
+	gen := s.exp.Generation
+	var stale, current []v1alpha1.NodeRun
+	for _, nr := range s.runs {
+		if nr.Spec.ExperimentGeneration != gen {
+			stale = append(stale, nr)
+		} else {
+			current = append(current, nr)
+		}
+	}
+	staleDS := s.ds != nil && s.ds.Labels[names.GenerationLabel] != fmt.Sprint(gen)
+	staleStatus := s.status.ResultsGeneration != 0 && s.status.ResultsGeneration != gen
+	if len(stale) == 0 && !staleDS && !staleStatus {
+		return nil
+	}
+	old := s.status.ResultsGeneration
+	if c := meta.FindStatusCondition(s.status.Conditions, v1alpha1.ConditionRunning); c != nil && c.Status == metav1.ConditionTrue {
+		s.event(corev1.EventTypeNormal, v1alpha1.ReasonSpecChanged, "Abort",
+			fmt.Sprintf("Spec changed to generation %d: stopping the run of generation %d and restoring its nodes", gen, old))
+	}
+	s.setCondition(v1alpha1.ConditionRunning, metav1.ConditionFalse, v1alpha1.ReasonSpecChanged,
+		fmt.Sprintf("spec changed to generation %d: the run of generation %d is stopped and its nodes restored before the new run starts", gen, old))
+	s.setCondition(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonSpecChanged, "restarting for the new generation")
+	since := meta.FindStatusCondition(s.status.Conditions, v1alpha1.ConditionRunning).LastTransitionTime
+	drained, waiting, err := r.drain(ctx, s, stale, since)
+	if err != nil || !drained {
+		if waiting != "" {
+			s.setCondition(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonSpecChanged, waiting)
+		}
+		s.stop = true
+		return err
+	}
+	for i := range stale {
+		if err := r.deleteObject(ctx, &stale[i]); err != nil {
+			return fmt.Errorf("deleting NodeRun %s: %w", stale[i].Name, err)
+		}
+	}
+	s.runs = current
+	if err := r.releaseNodes(ctx, s); err != nil {
+		return err
+	}
+	// The results of the old generation no longer describe the spec.
+	s.status.Nodes = nil
+	s.status.NodeProgress = ""
+	s.status.Results = nil
+	s.status.ResultsGeneration = 0
+	s.status.BestVariant, s.status.BestVariantReason, s.status.PredictionError = "", "", ""
+	s.status.StartTime, s.status.CompletionTime = nil, nil
+	for _, t := range []string{v1alpha1.ConditionCompleted, v1alpha1.ConditionDegraded, v1alpha1.ConditionFailed, v1alpha1.ConditionNodesLocked} {
+		meta.RemoveStatusCondition(&s.status.Conditions, t)
+	}
+	if len(stale) > 0 {
+		s.stop = true // their deletion brings us back
+	}
+	return nil
+}
+
+// validate refuses what the schema cannot: an unparsable selector, a
+// Measure experiment without one.
+func (r *SchedExperimentReconciler) validate(_ context.Context, s *scope) error {
+	if s.terminal() {
+		return nil
+	}
+	msg := ""
+	if sel := s.exp.Spec.NodeSelector; sel != nil {
+		if _, err := metav1.LabelSelectorAsSelector(sel); err != nil {
+			msg = fmt.Sprintf("nodeSelector: %v", err)
+		}
+	} else if s.measure() {
+		msg = "mode Measure needs a nodeSelector"
+	}
+	if !s.measure() && s.exp.Spec.NodeSelector == nil && (s.exp.Spec.Simulation == nil || len(s.exp.Spec.Simulation.Nodes) == 0) {
+		msg = "mode Simulate needs a nodeSelector or simulation.nodes"
+	}
+	if msg == "" {
+		return nil
+	}
+	s.setCondition(v1alpha1.ConditionFailed, metav1.ConditionTrue, v1alpha1.ReasonInvalidSpec, msg)
+	s.setCondition(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonInvalidSpec, msg)
+	s.event(corev1.EventTypeWarning, v1alpha1.ReasonInvalidSpec, "Validate", msg)
+	return nil
+}
+
+// simulate answers a Simulate experiment: predictions for each distinct
+// shape, no agents.
+func (r *SchedExperimentReconciler) simulate(ctx context.Context, s *scope) error {
+	if s.measure() || s.terminal() || s.stop {
+		return nil
+	}
+	var shapes []v1alpha1.NodeShape
+	if sim := s.exp.Spec.Simulation; sim != nil && len(sim.Nodes) > 0 {
+		shapes = sim.Nodes
+	} else {
+		shapes = r.distinctShapes(s, nil)
+	}
+	an, err := r.Analyzer.Analyze(ctx, &s.exp.Spec, shapes, nil)
+	if err != nil {
+		return fmt.Errorf("predicting: %w", err)
+	}
+	s.status.Results = an.Results
+	s.status.BestVariant, s.status.BestVariantReason = an.BestVariant, an.BestVariantReason
+	s.status.PredictionError = ""
+	s.status.ResultsGeneration = s.exp.Generation
+	s.status.NodeProgress = ""
+	if s.status.StartTime == nil {
+		s.status.StartTime = &s.now
+	}
+	s.status.CompletionTime = &s.now
+	msg := fmt.Sprintf("predicted %d variants for %d node shapes", len(s.exp.Spec.Variants), len(shapes))
+	s.setCondition(v1alpha1.ConditionCompleted, metav1.ConditionTrue, v1alpha1.ReasonSimulated, msg)
+	s.setCondition(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonSimulated, msg)
+	s.event(corev1.EventTypeNormal, "Completed", "Simulate", "Completed: "+msg)
+	s.stop = true
+	return nil
+}
+
+// distinctShapes are the simulator shapes of the chosen nodes, preferring
+// what the agents detected over what the Node objects say, sorted by name.
+func (r *SchedExperimentReconciler) distinctShapes(s *scope, runs map[string]*v1alpha1.NodeRun) []v1alpha1.NodeShape {
+	seen := map[string]v1alpha1.NodeShape{}
+	for _, n := range s.chosen {
+		if sh, ok := r.shapeOf(s, n, runs[n]); ok {
+			seen[v1alpha1.ShapeName(sh.CPUs, sh.Scheduler)] = sh
+		}
+	}
+	keys := make([]string, 0, len(seen))
+	for k := range seen {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([]v1alpha1.NodeShape, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, seen[k])
+	}
+	return out
+}
+
+func (r *SchedExperimentReconciler) shapeOf(s *scope, node string, run *v1alpha1.NodeRun) (v1alpha1.NodeShape, bool) {
+	if run != nil && run.Status.ExperimentGeneration == s.exp.Generation {
+		if c := run.Status.Capabilities; c != nil && c.CPUs > 0 {
+			sh := r.Analyzer.ShapeForKernel(c.CPUs, c.KernelVersion)
+			if c.Scheduler != "" {
+				sh.Scheduler = c.Scheduler
+			}
+			if c.HZ != 0 {
+				sh.HZ = c.HZ
+			}
+			if c.Preempt != "" {
+				sh.Preempt = c.Preempt
+			}
+			return sh, true
+		}
+	}
+	n := s.nodes[node]
+	if n == nil {
+		return v1alpha1.NodeShape{}, false
+	}
+	cpus := int32(n.Status.Capacity.Cpu().Value())
+	if cpus < 1 {
+		return v1alpha1.NodeShape{}, false
+	}
+	return r.Analyzer.ShapeForKernel(cpus, n.Status.NodeInfo.KernelVersion), true
+}
+
+func shapeName(sh v1alpha1.NodeShape) string { return v1alpha1.ShapeName(sh.CPUs, sh.Scheduler) }
+
+// runsByNode maps the current generation's NodeRuns by node.
+func (s *scope) runsByNode() map[string]*v1alpha1.NodeRun {
+	m := make(map[string]*v1alpha1.NodeRun, len(s.runs))
+	for i := range s.runs {
+		if s.runs[i].Spec.ExperimentGeneration == s.exp.Generation {
+			m[s.runs[i].Spec.NodeName] = &s.runs[i]
+		}
+	}
+	return m
+}
+
+// ensureNodeRuns creates a NodeRun for every chosen node that lacks one.
+func (r *SchedExperimentReconciler) ensureNodeRuns(ctx context.Context, s *scope) error {
+	if !s.measure() || s.terminal() || s.stop {
+		return nil
+	}
+	have := s.runsByNode()
+	for _, node := range s.chosen {
+		if have[node] != nil {
+			continue
+		}
+		nr := &v1alpha1.NodeRun{
+			ObjectMeta: metav1.ObjectMeta{
+				Name: names.NodeRun(s.exp.Name, node),
+				Labels: map[string]string{
+					v1alpha1.ExperimentLabel: names.LabelValue(s.exp.Name),
+					v1alpha1.NodeLabel:       names.LabelValue(node),
+					names.ManagedByLabel:     names.ManagedByValue,
+				},
+			},
+			Spec: v1alpha1.NodeRunSpec{ExperimentName: s.exp.Name, ExperimentGeneration: s.exp.Generation, NodeName: node},
+		}
+		if err := controllerutil.SetControllerReference(s.exp, nr, r.Client.Scheme()); err != nil {
+			return err
+		}
+		if err := r.Client.Create(ctx, nr); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating NodeRun %s: %w", nr.Name, err)
+		}
+		s.log.V(2).Info("Created NodeRun", "noderun", nr.Name, "node", node)
+	}
+	return nil
+}
+
+// budget is how long a node may take before it is TimedOut.
+func (r *SchedExperimentReconciler) budget(spec *v1alpha1.SchedExperimentSpec) time.Duration {
+	warmup := time.Second
+	if spec.Warmup != nil {
+		warmup = spec.Warmup.Duration
+	}
+	per := warmup + spec.Duration.Duration
+	return per*time.Duration(len(spec.Variants))*time.Duration(spec.RepetitionCount()) + r.Config.DeadlineMargin
+}
+
+// trackProgress turns the NodeRuns into per-node progress and times out the
+// nodes that have not reported by the deadline.
+func (r *SchedExperimentReconciler) trackProgress(_ context.Context, s *scope) error {
+	if !s.measure() || s.terminal() || s.stop {
+		return nil
+	}
+	if s.status.StartTime == nil {
+		s.status.StartTime = &s.now
+	}
+	deadline := s.status.StartTime.Add(r.budget(&s.exp.Spec))
+	oldPhase := map[string]v1alpha1.NodeRunPhase{}
+	for _, p := range s.status.Nodes {
+		oldPhase[p.Name] = p.Phase
+	}
+	runs := s.runsByNode()
+	progress := make([]v1alpha1.NodeProgress, 0, len(s.chosen))
+	done := 0
+	for _, node := range s.chosen {
+		p := v1alpha1.NodeProgress{Name: node, Phase: v1alpha1.NodeRunPending}
+		if sh, ok := r.shapeOf(s, node, runs[node]); ok {
+			p.Shape = shapeName(sh)
+		}
+		if nr := runs[node]; nr != nil && nr.Status.ExperimentGeneration == s.exp.Generation {
+			if nr.Status.Phase != "" {
+				p.Phase = nr.Status.Phase
+			}
+			p.StepsDone, p.StepsTotal, p.Message = nr.Status.StepsDone, nr.Status.StepsTotal, truncate(nr.Status.Message, 1024)
+		}
+		if !p.Phase.Finished() && !s.now.Time.Before(deadline) {
+			p.Phase = v1alpha1.NodeRunTimedOut
+			p.Message = fmt.Sprintf("no result within %s of the start (%s)", r.budget(&s.exp.Spec), s.status.StartTime.UTC().Format(time.RFC3339))
+			s.event(corev1.EventTypeWarning, "NodeTimedOut", "Track", fmt.Sprintf("Node %s timed out: %s", node, p.Message))
+		}
+		if p.Phase.Finished() {
+			done++
+		}
+		if p.Phase == v1alpha1.NodeRunCompleted && oldPhase[node] != v1alpha1.NodeRunCompleted {
+			s.event(corev1.EventTypeNormal, "NodeCompleted", "Track", fmt.Sprintf("Node %s completed %d windows", node, p.StepsDone))
+		}
+		progress = append(progress, p)
+	}
+	s.status.Nodes = progress
+	s.status.NodeProgress = fmt.Sprintf("%d/%d", done, len(s.chosen))
+	if done < len(s.chosen) {
+		msg := fmt.Sprintf("%d of %d nodes done", done, len(s.chosen))
+		s.setCondition(v1alpha1.ConditionRunning, metav1.ConditionTrue, v1alpha1.ReasonRunning, msg)
+		s.setCondition(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonRunning, msg)
+		s.requeueIn(deadline.Sub(s.now.Time))
+	}
+	return nil
+}
+
+// complete aggregates the results once every node has finished.
+func (r *SchedExperimentReconciler) complete(ctx context.Context, s *scope) error {
+	if !s.measure() || s.terminal() || s.stop {
+		return nil
+	}
+	var ok, bad []v1alpha1.NodeProgress
+	timedOut := 0
+	for _, p := range s.status.Nodes {
+		if !p.Phase.Finished() {
+			return nil
+		}
+		switch p.Phase {
+		case v1alpha1.NodeRunCompleted:
+			ok = append(ok, p)
+		default:
+			bad = append(bad, p)
+			if p.Phase == v1alpha1.NodeRunTimedOut {
+				timedOut++
+			}
+		}
+	}
+	reason := v1alpha1.ReasonSucceeded
+	if len(bad) > 0 {
+		reason = v1alpha1.ReasonNodesFailed
+		if timedOut == len(bad) {
+			reason = v1alpha1.ReasonTimedOut
+		}
+	}
+	s.status.CompletionTime = &s.now
+	s.status.ResultsGeneration = s.exp.Generation
+	if len(ok) == 0 {
+		msg := "no node completed: " + describeNodes(bad)
+		s.setCondition(v1alpha1.ConditionFailed, metav1.ConditionTrue, reason, msg)
+		s.setCondition(v1alpha1.ConditionCompleted, metav1.ConditionFalse, reason, msg)
+		s.setCondition(v1alpha1.ConditionRunning, metav1.ConditionFalse, reason, msg)
+		s.setCondition(v1alpha1.ConditionReady, metav1.ConditionFalse, reason, msg)
+		s.event(corev1.EventTypeWarning, "Failed", "Complete", "Failed: "+msg)
+		return nil
+	}
+
+	runs := s.runsByNode()
+	measured := make([]v1alpha1.NodeRun, 0, len(ok))
+	for _, p := range ok {
+		measured = append(measured, *runs[p.Name])
+	}
+	shapes := r.distinctShapes(s, runs)
+	an, err := r.Analyzer.Analyze(ctx, &s.exp.Spec, shapes, measured)
+	if err != nil {
+		return fmt.Errorf("analyzing %d NodeRuns: %w", len(measured), err)
+	}
+	s.status.Results = an.Results
+	s.status.PredictionError = an.PredictionError
+	s.status.BestVariant, s.status.BestVariantReason = an.BestVariant, an.BestVariantReason
+	r.Metrics.observePredictionErrors(an.RelativeErrors)
+
+	msg := fmt.Sprintf("%d of %d nodes completed", len(ok), len(s.status.Nodes))
+	if an.BestVariant != "" {
+		msg += "; best variant: " + an.BestVariant
+	}
+	s.setCondition(v1alpha1.ConditionCompleted, metav1.ConditionTrue, reason, msg)
+	s.setCondition(v1alpha1.ConditionRunning, metav1.ConditionFalse, reason, msg)
+	s.setCondition(v1alpha1.ConditionReady, metav1.ConditionTrue, reason, msg)
+	s.event(corev1.EventTypeNormal, "Completed", "Complete", "Completed: "+msg)
+	if len(bad) > 0 {
+		dmsg := fmt.Sprintf("%d of %d nodes did not complete: %s", len(bad), len(s.status.Nodes), describeNodes(bad))
+		s.setCondition(v1alpha1.ConditionDegraded, metav1.ConditionTrue, reason, dmsg)
+		s.event(corev1.EventTypeWarning, "Degraded", "Complete", "Degraded: "+dmsg)
+	} else {
+		s.setCondition(v1alpha1.ConditionDegraded, metav1.ConditionFalse, reason, "every node completed")
+	}
+	return nil
+}
+
+// describeNodes names nodes and why they did not complete, the first ten.
+func describeNodes(ps []v1alpha1.NodeProgress) string {
+	var b strings.Builder
+	for i, p := range ps {
+		if i == 10 {
+			fmt.Fprintf(&b, "; and %d more", len(ps)-10)
+			break
+		}
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "%s: %s", p.Name, p.Phase)
+		if p.Message != "" {
+			fmt.Fprintf(&b, " (%s)", truncate(p.Message, 200))
+		}
+	}
+	return b.String()
+}
+
+// finish ends a finished run: the agents go, their restore is awaited, and
+// the nodes are unlocked.
+func (r *SchedExperimentReconciler) finish(ctx context.Context, s *scope) error {
+	if !s.terminal() {
+		return nil
+	}
+	since := s.now
+	if s.status.CompletionTime != nil {
+		since = *s.status.CompletionTime
+	}
+	drained, waiting, err := r.drain(ctx, s, s.runs, since)
+	if err != nil || !drained {
+		if waiting != "" {
+			s.setCondition(v1alpha1.ConditionNodesLocked, metav1.ConditionTrue, v1alpha1.ReasonNodesLocked, waiting+" before unlocking them")
+		}
+		return err
+	}
+	if len(s.leases) > 0 {
+		if err := r.releaseNodes(ctx, s); err != nil {
+			return err
+		}
+	}
+	if c := meta.FindStatusCondition(s.status.Conditions, v1alpha1.ConditionNodesLocked); c != nil && c.Status == metav1.ConditionTrue {
+		s.setCondition(v1alpha1.ConditionNodesLocked, metav1.ConditionFalse, reasonReleased, "the run is over and the nodes are unlocked")
+	}
+	return nil
+}
+
+// drainForDeletion deletes the agents and waits (bounded) for the nodes to
+// report their restore before the locks go.
+func (r *SchedExperimentReconciler) drainForDeletion(ctx context.Context, s *scope) error {
+	s.setCondition(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonDeleting, "deleting: stopping the agents and restoring the nodes")
+	if c := meta.FindStatusCondition(s.status.Conditions, v1alpha1.ConditionRunning); c != nil && c.Status == metav1.ConditionTrue {
+		s.setCondition(v1alpha1.ConditionRunning, metav1.ConditionFalse, v1alpha1.ReasonDeleting, "deleting")
+	}
+	drained, waiting, err := r.drain(ctx, s, s.runs, *s.exp.DeletionTimestamp)
+	if err != nil || !drained {
+		if waiting != "" {
+			s.setCondition(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonDeleting, waiting)
+		}
+		s.stop = true
+	}
+	return err
+}
+
+// removeFinalizer lets the experiment go.
+func (r *SchedExperimentReconciler) removeFinalizer(ctx context.Context, s *scope) error {
+	obj := s.exp.DeepCopy()
+	controllerutil.RemoveFinalizer(obj, v1alpha1.Finalizer)
+	if err := r.Client.Patch(ctx, obj, client.MergeFromWithOptions(s.exp, client.MergeFromWithOptimisticLock{})); err != nil {
+		return ignoreNotFound(err)
+	}
+	s.released = true
+	s.log.V(1).Info("Released experiment: nodes restored and unlocked")
+	return nil
+}
+
+// drain deletes the agent DaemonSet and reports whether every NodeRun of
+// runs that started touching its node has reported its restore. It waits at
+// most RestoreTimeout from since; the force-cleanup annotation skips the wait.
+func (r *SchedExperimentReconciler) drain(ctx context.Context, s *scope, runs []v1alpha1.NodeRun, since metav1.Time) (drained bool, waiting string, err error) {
+	if s.ds != nil {
+		if err := r.deleteObject(ctx, s.ds); err != nil {
+			return false, "", fmt.Errorf("deleting DaemonSet %s: %w", s.ds.Name, err)
+		}
+		s.log.V(1).Info("Deleted DaemonSet", "daemonset", s.ds.Name)
+		s.ds = nil
+	}
+	var pending []string
+	for _, nr := range runs {
+		if needsRestore(&nr) {
+			pending = append(pending, nr.Spec.NodeName)
+		}
+	}
+	if len(pending) == 0 {
+		return true, "", nil
+	}
+	if s.exp.Annotations[v1alpha1.ForceCleanupAnnotation] == "true" {
+		s.event(corev1.EventTypeWarning, "ForcedCleanup", "Drain",
+			fmt.Sprintf("Not waiting for %d nodes to report their restore (%s): %s", len(pending), v1alpha1.ForceCleanupAnnotation, summarize(pending)))
+		return true, "", nil
+	}
+	deadline := since.Add(r.Config.RestoreTimeout)
+	if !s.now.Time.Before(deadline) {
+		s.event(corev1.EventTypeWarning, "RestoreTimedOut", "Drain",
+			fmt.Sprintf("%d nodes did not report their restore within %s; unlocking them: %s", len(pending), r.Config.RestoreTimeout, summarize(pending)))
+		return true, "", nil
+	}
+	s.requeueIn(deadline.Sub(s.now.Time))
+	return false, fmt.Sprintf("waiting for %d nodes to report their restore: %s (annotate %s=true to stop waiting for nodes that are gone)",
+		len(pending), summarize(pending), v1alpha1.ForceCleanupAnnotation), nil
+}
+
+// needsRestore: the agent started touching the node and has not reported
+// that everything is back.
+func needsRestore(nr *v1alpha1.NodeRun) bool {
+	return nr.Status.StartTime != nil && !nr.Status.Restored
+}
+
+func summarize(nodes []string) string {
+	if len(nodes) > 10 {
+		return strings.Join(nodes[:10], ", ") + fmt.Sprintf(" and %d more", len(nodes)-10)
+	}
+	return strings.Join(nodes, ", ")
+}
+
+// deleteObject deletes obj if it is still the object that was read.
+func (r *SchedExperimentReconciler) deleteObject(ctx context.Context, obj client.Object) error {
+	uid := obj.GetUID()
+	err := r.Client.Delete(ctx, obj, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil
+	}
+	return err
+}
+
+func ignoreNotFound(err error) error { return client.IgnoreNotFound(err) }

@@ -1,0 +1,161 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/schedlab/schedlab/api/v1alpha1"
+	"github.com/schedlab/schedlab/controllers/names"
+)
+
+// Field indexes the reconciler looks children up by.
+const (
+	indexNodeRunExperiment = "spec.experimentName"
+	indexLeaseHolder       = "schedlab.holderExperiment"
+)
+
+// SetupIndexes registers the field indexes the reconciler needs.
+func SetupIndexes(ctx context.Context, mgr ctrl.Manager) error {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1alpha1.NodeRun{}, indexNodeRunExperiment, func(o client.Object) []string {
+		return []string{o.(*v1alpha1.NodeRun).Spec.ExperimentName}
+	}); err != nil {
+		return fmt.Errorf("indexing NodeRuns by experiment: %w", err)
+	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &coordinationv1.Lease{}, indexLeaseHolder, func(o client.Object) []string {
+		l := o.(*coordinationv1.Lease)
+		if l.Spec.HolderIdentity == nil {
+			return nil
+		}
+		if exp, _, ok := names.SplitLeaseHolder(*l.Spec.HolderIdentity); ok {
+			return []string{exp}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("indexing Leases by holder: %w", err)
+	}
+	return nil
+}
+
+// SetupWithManager registers the indexes and the controller.
+func (r *SchedExperimentReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
+	r.Config = r.Config.withDefaults()
+	if r.Client == nil {
+		r.Client = mgr.GetClient()
+	}
+	if err := SetupIndexes(ctx, mgr); err != nil {
+		return err
+	}
+	inNamespace := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == r.Config.Namespace })
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&v1alpha1.SchedExperiment{}).
+		Owns(&v1alpha1.NodeRun{}).
+		Owns(&appsv1.DaemonSet{}, builder.WithPredicates(inNamespace)).
+		Watches(&coordinationv1.Lease{}, handler.EnqueueRequestsFromMapFunc(r.experimentsForLease), builder.WithPredicates(inNamespace, managedLease)).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.experimentsForNode), builder.WithPredicates(nodeChanged)).
+		WithOptions(opts).
+		Named("schedexperiment").
+		Complete(r)
+}
+
+var managedLease = predicate.NewPredicateFuncs(func(o client.Object) bool {
+	return o.GetLabels()[names.ManagedByLabel] == names.ManagedByValue
+})
+
+// experimentsForLease wakes the Lease's holder and the experiments waiting
+// for nodes.
+func (r *SchedExperimentReconciler) experimentsForLease(ctx context.Context, o client.Object) []reconcile.Request {
+	var reqs []reconcile.Request
+	l := o.(*coordinationv1.Lease)
+	holder := ""
+	if l.Spec.HolderIdentity != nil {
+		if exp, _, ok := names.SplitLeaseHolder(*l.Spec.HolderIdentity); ok {
+			holder = exp
+			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: exp}})
+		}
+	}
+	var list v1alpha1.SchedExperimentList
+	if err := r.Client.List(ctx, &list); err != nil {
+		return reqs
+	}
+	for i := range list.Items {
+		e := &list.Items[i]
+		if e.Name == holder {
+			continue
+		}
+		if c := meta.FindStatusCondition(e.Status.Conditions, v1alpha1.ConditionNodesLocked); c != nil &&
+			c.Status == metav1.ConditionFalse && c.Reason == v1alpha1.ReasonWaitingForNodes {
+			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: e.Name}})
+		}
+	}
+	return reqs
+}
+
+// experimentsForNode wakes the unfinished experiments that chose the node or
+// whose selector matches it.
+func (r *SchedExperimentReconciler) experimentsForNode(ctx context.Context, o client.Object) []reconcile.Request {
+	var list v1alpha1.SchedExperimentList
+	if err := r.Client.List(ctx, &list); err != nil {
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range list.Items {
+		e := &list.Items[i]
+		if isTerminal(e) || e.Spec.NodeSelector == nil {
+			continue
+		}
+		match := false
+		if sel, err := metav1.LabelSelectorAsSelector(e.Spec.NodeSelector); err == nil && sel.Matches(labels.Set(o.GetLabels())) {
+			match = true
+		}
+		for _, p := range e.Status.Nodes {
+			if p.Name == o.GetName() {
+				match = true
+				break
+			}
+		}
+		if match {
+			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: e.Name}})
+		}
+	}
+	return reqs
+}
+
+func isTerminal(e *v1alpha1.SchedExperiment) bool {
+	for _, t := range []string{v1alpha1.ConditionCompleted, v1alpha1.ConditionFailed} {
+		if c := meta.FindStatusCondition(e.Status.Conditions, t); c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == e.Generation {
+			return true
+		}
+	}
+	return false
+}
+
+// nodeChanged passes Node events that can change a selection or a shape,
+// not the heartbeats.
+var nodeChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, n := e.ObjectOld.(*corev1.Node), e.ObjectNew.(*corev1.Node)
+		return !equality.Semantic.DeepEqual(o.Labels, n.Labels) ||
+			o.Spec.Unschedulable != n.Spec.Unschedulable ||
+			!equality.Semantic.DeepEqual(o.Spec.Taints, n.Spec.Taints) ||
+			nodeReady(o) != nodeReady(n) ||
+			!o.Status.Capacity.Cpu().Equal(*n.Status.Capacity.Cpu()) ||
+			o.Status.NodeInfo.KernelVersion != n.Status.NodeInfo.KernelVersion
+	},
+}
