@@ -60,22 +60,22 @@ type phase struct {
 
 // scope is what one reconcile observed and decided.
 type scope struct {
-	exp    *v1alpha1.SchedExperiment         // as read; never modified
-	status *v1alpha1.SchedExperimentStatus   // the status being computed
+	exp    *v1alpha1.SchedExperiment       // as read; never modified
+	status *v1alpha1.SchedExperimentStatus // the status being computed
 	log    logr.Logger
 	now    metav1.Time
 	holder string // this experiment's Lease holderIdentity
 
-	runs   []v1alpha1.NodeRun       // NodeRuns of the experiment (owner index)
-	ds     *appsv1.DaemonSet        // the agent DaemonSet, nil when absent
-	leases []coordinationv1.Lease   // node Leases held by the experiment
-	nodes  map[string]*corev1.Node  // chosen nodes by name (absent when deleted)
-	chosen []string                 // chosen node names, sorted
+	runs   []v1alpha1.NodeRun      // NodeRuns of the experiment (owner index)
+	ds     *appsv1.DaemonSet       // the agent DaemonSet, nil when absent
+	leases []coordinationv1.Lease  // node Leases held by the experiment
+	nodes  map[string]*corev1.Node // chosen nodes by name (absent when deleted)
+	chosen []string                // chosen node names, sorted
 
-	requeueAfter time.Duration // 0: no time-based requeue needed
-	stop         bool          // later phases are skipped
-	released     bool          // the finalizer was removed: no status write
-	events       []pendingEvent      // emitted after the status write
+	requeueAfter time.Duration  // 0: no time-based requeue needed
+	stop         bool           // later phases are skipped
+	released     bool           // the finalizer was removed: no status write
+	events       []pendingEvent // emitted after the status write
 }
 
 type pendingEvent struct {
