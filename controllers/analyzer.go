@@ -17,8 +17,9 @@ type Analyzer interface {
 	ShapeForKernel(cpus int32, kernelVersion string) v1alpha1.NodeShape
 	// Analyze predicts for shapes and, when runs are given, aggregates the
 	// measurements of runs and compares them with the predictions. With no
-	// runs (mode Simulate) the results carry predictions only.
-	Analyze(ctx context.Context, spec *v1alpha1.SchedExperimentSpec, shapes []v1alpha1.NodeShape, runs []v1alpha1.NodeRun) (*Analysis, error)
+	// runs (mode Simulate) the results carry predictions only. nodeShapes
+	// names the shape of each run's node.
+	Analyze(ctx context.Context, spec *v1alpha1.SchedExperimentSpec, shapes []v1alpha1.NodeShape, runs []v1alpha1.NodeRun, nodeShapes map[string]string) (*Analysis, error)
 }
 
 // Analysis is what Analyze found.

@@ -204,7 +204,7 @@ func (r *SchedExperimentReconciler) simulate(ctx context.Context, s *scope) erro
 	} else {
 		shapes = r.distinctShapes(s, nil)
 	}
-	an, err := r.Analyzer.Analyze(ctx, &s.exp.Spec, shapes, nil)
+	an, err := r.Analyzer.Analyze(ctx, &s.exp.Spec, shapes, nil, nil)
 	if err != nil {
 		return fmt.Errorf("predicting: %w", err)
 	}
@@ -422,11 +422,13 @@ func (r *SchedExperimentReconciler) complete(ctx context.Context, s *scope) erro
 
 	runs := s.runsByNode()
 	measured := make([]v1alpha1.NodeRun, 0, len(ok))
+	nodeShapes := make(map[string]string, len(ok))
 	for _, p := range ok {
 		measured = append(measured, *runs[p.Name])
+		nodeShapes[p.Name] = p.Shape
 	}
 	shapes := r.distinctShapes(s, runs)
-	an, err := r.Analyzer.Analyze(ctx, &s.exp.Spec, shapes, measured)
+	an, err := r.Analyzer.Analyze(ctx, &s.exp.Spec, shapes, measured, nodeShapes)
 	if err != nil {
 		return fmt.Errorf("analyzing %d NodeRuns: %w", len(measured), err)
 	}

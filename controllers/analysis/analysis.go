@@ -1,0 +1,94 @@
+// Package analysis is the production controllers.Analyzer: it runs the one
+// translation of internal/experiment (simulator predictions per node shape,
+// aggregation over nodes × repetitions, comparison, best variant).
+package analysis
+
+import (
+	"context"
+	"math"
+
+	"github.com/schedlab/schedlab/api/v1alpha1"
+	"github.com/schedlab/schedlab/controllers"
+	"github.com/schedlab/schedlab/internal/experiment"
+)
+
+// Analyzer implements controllers.Analyzer with internal/experiment.
+type Analyzer struct {
+	// Options tune the simulator runs (e.g. a shorter simulated window).
+	Options experiment.PredictOptions
+}
+
+var _ controllers.Analyzer = Analyzer{}
+
+// ShapeForKernel implements controllers.Analyzer.
+func (Analyzer) ShapeForKernel(cpus int32, kernelVersion string) v1alpha1.NodeShape {
+	return experiment.ShapeForKernel(cpus, kernelVersion)
+}
+
+// Analyze implements controllers.Analyzer. With runs, the rows are the
+// measured ones over all nodes, and their predictions are weighted by the
+// number of measured nodes of each shape; without, there is one predicted
+// row per shape × variant × group.
+func (a Analyzer) Analyze(ctx context.Context, spec *v1alpha1.SchedExperimentSpec, shapes []v1alpha1.NodeShape, runs []v1alpha1.NodeRun, nodeShapes map[string]string) (*controllers.Analysis, error) {
+	sp := spec.DeepCopy()
+	experiment.Default(sp)
+	preds, err := experiment.Predict(sp, shapes, a.Options)
+	if err != nil {
+		return nil, err
+	}
+	out := &controllers.Analysis{}
+	if len(runs) == 0 {
+		for _, p := range preds {
+			row := v1alpha1.GroupResult{Variant: p.Variant, Group: p.Group, Shape: p.Shape, Unsupported: p.Unsupported}
+			if p.Unsupported == "" {
+				m := p.Metrics
+				row.Predicted = &m
+			}
+			out.Results = append(out.Results, row)
+		}
+		out.BestVariant, out.BestVariantReason = experiment.BestVariant(sp, out.Results)
+		return out, nil
+	}
+
+	// One prediction per measured node, so that Compare weights the
+	// shapes as the fleet measured them.
+	byShape := map[string][]experiment.Prediction{}
+	for _, p := range preds {
+		if p.Unsupported == "" {
+			byShape[p.Shape] = append(byShape[p.Shape], p)
+		}
+	}
+	var weighted []experiment.Prediction
+	for _, nr := range runs {
+		shape := nodeShapes[nr.Spec.NodeName]
+		if shape == "" {
+			shape = nodeShape(&nr, shapes)
+		}
+		weighted = append(weighted, byShape[shape]...)
+	}
+	out.Results = experiment.Aggregate(sp, runs)
+	out.PredictionError = experiment.Compare(out.Results, weighted)
+	out.BestVariant, out.BestVariantReason = experiment.BestVariant(sp, out.Results)
+	for _, r := range out.Results {
+		if r.RelativeError != nil && r.Measured != nil && r.Measured.CPU >= 0.01 {
+			out.RelativeErrors = append(out.RelativeErrors, math.Abs(r.RelativeError.CPU))
+		}
+	}
+	return out, nil
+}
+
+// nodeShape is the shape name of a run's node: what its agent detected, else
+// the only shape given.
+func nodeShape(nr *v1alpha1.NodeRun, shapes []v1alpha1.NodeShape) string {
+	if c := nr.Status.Capabilities; c != nil && c.CPUs > 0 {
+		sh := experiment.ShapeForKernel(c.CPUs, c.KernelVersion)
+		if c.Scheduler != "" {
+			sh.Scheduler = c.Scheduler
+		}
+		return experiment.ShapeName(sh)
+	}
+	if len(shapes) == 1 {
+		return experiment.ShapeName(shapes[0])
+	}
+	return ""
+}
