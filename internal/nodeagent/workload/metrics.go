@@ -1,0 +1,96 @@
+package workload
+
+import (
+	"github.com/schedlab/schedlab/api/v1alpha1"
+)
+
+// GroupMetrics summarises one group's tasks over the window in the API's
+// vocabulary: cpu (CPUs, summed over the group's tasks), cpuPerTask, the
+// merged wakeup latencies (µs), context switches per second, the deadline
+// miss ratio (Periodic) and ops per second (every pattern but Hog). Share is
+// left 0: it needs every group (see Shares and WindowMetrics).
+func GroupMetrics(w *Window, group string) v1alpha1.Metrics {
+	var m v1alpha1.Metrics
+	if w == nil || w.Duration <= 0 {
+		return m
+	}
+	secs := w.Duration.Seconds()
+	var (
+		n                      int
+		cpuNs, vol, invol, ops int64
+		periods, misses        int64
+		pattern                v1alpha1.PatternType
+		lat                    = NewHistogram()
+	)
+	for i := range w.Tasks {
+		t := &w.Tasks[i]
+		if t.Group != group {
+			continue
+		}
+		n++
+		pattern = t.Pattern
+		cpuNs += t.CPUNs
+		vol += t.Voluntary
+		invol += t.Involuntary
+		ops += t.Ops
+		periods += t.Periods
+		misses += t.Misses
+		lat.Merge(t.Latency)
+	}
+	if n == 0 {
+		return m
+	}
+	m.CPU = float64(cpuNs) / 1e9 / secs
+	m.CPUPerTask = m.CPU / float64(n)
+	m.CtxSwitchesPerSec = &v1alpha1.ContextSwitches{Voluntary: float64(vol) / secs, Involuntary: float64(invol) / secs}
+	if pattern != v1alpha1.PatternHog {
+		s := lat.SummaryUs()
+		m.WakeupLatencyUs = &s
+		o := float64(ops) / secs
+		m.OpsPerSec = &o
+	}
+	if pattern == v1alpha1.PatternPeriodic {
+		r := 0.0
+		if periods > 0 {
+			r = float64(misses) / float64(periods)
+		}
+		m.DeadlineMissRatio = &r
+	}
+	return m
+}
+
+// Shares returns each group's fraction of all the window's CPU time.
+func Shares(w *Window) map[string]float64 {
+	out := map[string]float64{}
+	if w == nil {
+		return out
+	}
+	var total int64
+	for _, t := range w.Tasks {
+		total += t.CPUNs
+		out[t.Group] += 0
+	}
+	if total <= 0 {
+		return out
+	}
+	for _, t := range w.Tasks {
+		out[t.Group] += float64(t.CPUNs) / float64(total)
+	}
+	return out
+}
+
+// WindowMetrics is GroupMetrics for every group of the window, with Share
+// filled in.
+func WindowMetrics(w *Window) map[string]v1alpha1.Metrics {
+	out := map[string]v1alpha1.Metrics{}
+	if w == nil {
+		return out
+	}
+	shares := Shares(w)
+	for g, s := range shares {
+		m := GroupMetrics(w, g)
+		m.Share = s
+		out[g] = m
+	}
+	return out
+}

@@ -1,0 +1,152 @@
+package workload
+
+import (
+	"encoding/json"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/schedlab/schedlab/api/v1alpha1"
+)
+
+// workerConfig is what a worker is told on its command line, as JSON:
+// `schedlab __worker <json>`.
+type workerConfig struct {
+	RunID     string `json:"runID"`
+	ParentPID int    `json:"parentPID"`
+	// Mode is "task" (one workload task) or "session" (the leader of a
+	// setsid session that forks the session's tasks).
+	Mode string `json:"mode"`
+
+	Pattern     v1alpha1.PatternType `json:"pattern,omitempty"`
+	RunNs       int64                `json:"runNs,omitempty"`
+	PeriodNs    int64                `json:"periodNs,omitempty"`
+	IntervalNs  int64                `json:"intervalNs,omitempty"`
+	MeanRunNs   int64                `json:"meanRunNs,omitempty"`
+	MeanSleepNs int64                `json:"meanSleepNs,omitempty"`
+	// Initiator is true for the PingPong side that starts round trips.
+	Initiator bool   `json:"initiator,omitempty"`
+	Seed      uint64 `json:"seed,omitempty"`
+
+	Nice    *int   `json:"nice,omitempty"`
+	Policy  string `json:"policy,omitempty"`
+	SliceNs int64  `json:"sliceNs,omitempty"`
+
+	// Children (session mode): each child's config and the leader's file
+	// descriptors that become the child's fds 3, 4, 5 ….
+	Children []sessionChild `json:"children,omitempty"`
+}
+
+type sessionChild struct {
+	Config workerConfig `json:"config"`
+	FDs    []int        `json:"fds"`
+}
+
+// File descriptors of a worker: the control socket, and for PingPong the
+// pipe it reads its partner from and the pipe it writes to.
+const (
+	ctrlFD     = 3
+	peerReadFD = 4
+	peerWrFD   = 5
+)
+
+// msg is one control message, one JSON object per line, in either direction.
+type msg struct {
+	T       string `json:"t"`
+	PID     int    `json:"pid,omitempty"`
+	TID     int    `json:"tid,omitempty"`
+	PIDs    []int  `json:"pids,omitempty"`
+	Err     string `json:"err,omitempty"`
+	Hist    []byte `json:"hist,omitempty"`
+	Ops     int64  `json:"ops,omitempty"`
+	Periods int64  `json:"periods,omitempty"`
+	Misses  int64  `json:"misses,omitempty"`
+	// Placed is sent with "running".
+	Placed *Placement `json:"placed,omitempty"`
+}
+
+// Message types.
+const (
+	msgReady   = "ready"   // worker → parent: placed itself; pid, tid of the work thread
+	msgError   = "error"   // worker → parent: cannot go on; err
+	msgGo      = "go"      // parent → worker: start working
+	msgRunning = "running" // worker → parent: working
+	msgBegin   = "begin"   // parent → worker: reset histogram and counters
+	msgBegun   = "begun"   // worker → parent
+	msgEnd     = "end"     // parent → worker: report
+	msgEnded   = "ended"   // worker → parent: hist, ops, periods, misses
+	msgSpawn   = "spawn"   // parent → session leader: fork the children
+	msgSpawned = "spawned" // session leader → parent: pids
+	msgKill    = "kill"    // parent → session leader: SIGKILL and reap the children
+	msgKilled  = "killed"  // session leader → parent
+)
+
+// taskConfig turns a Task into its worker's configuration, validating the
+// pattern's parameters again (the agent never trusts the API server).
+func taskConfig(t Task, runID string, index int) (workerConfig, error) {
+	c := workerConfig{RunID: runID, Mode: "task", Pattern: t.Pattern.Type, Nice: t.Nice, Policy: t.Policy, SliceNs: t.SliceNs, Seed: t.Seed}
+	ns := func(name string, d *metav1.Duration, lo, hi int64) (int64, error) {
+		if d == nil {
+			return 0, fmt.Errorf("task %d (%s/%d/%d): %s pattern needs %s", index, t.Group, t.Replica, t.Index, t.Pattern.Type, name)
+		}
+		v := d.Nanoseconds()
+		if v < lo || v > hi {
+			return 0, fmt.Errorf("task %d (%s/%d/%d): %s %dns is outside %d..%dns", index, t.Group, t.Replica, t.Index, name, v, lo, hi)
+		}
+		return v, nil
+	}
+	p := t.Pattern
+	var err error
+	switch p.Type {
+	case v1alpha1.PatternHog:
+	case v1alpha1.PatternPeriodic:
+		if c.RunNs, err = ns("run", p.Run, 1e3, 1e9); err != nil {
+			return c, err
+		}
+		if c.PeriodNs, err = ns("period", p.Period, 100e3, 10e9); err != nil {
+			return c, err
+		}
+		if c.RunNs >= c.PeriodNs {
+			return c, fmt.Errorf("task %d (%s): Periodic run %dns must be shorter than period %dns", index, t.Group, c.RunNs, c.PeriodNs)
+		}
+	case v1alpha1.PatternLatencyProbe:
+		if c.IntervalNs, err = ns("interval", p.Interval, 50e3, 1e9); err != nil {
+			return c, err
+		}
+	case v1alpha1.PatternPingPong:
+		if p.Run != nil {
+			if c.RunNs, err = ns("run", p.Run, 1e3, 1e9); err != nil {
+				return c, err
+			}
+		}
+	case v1alpha1.PatternBurst:
+		if c.MeanRunNs, err = ns("meanRun", p.MeanRun, 10e3, 10e9); err != nil {
+			return c, err
+		}
+		if c.MeanSleepNs, err = ns("meanSleep", p.MeanSleep, 10e3, 10e9); err != nil {
+			return c, err
+		}
+	default:
+		return c, fmt.Errorf("task %d (%s): unknown pattern %q", index, t.Group, p.Type)
+	}
+	switch t.Policy {
+	case "", string(v1alpha1.PolicyOther), string(v1alpha1.PolicyBatch), string(v1alpha1.PolicyIdle):
+	default:
+		return c, fmt.Errorf("task %d (%s): unknown policy %q (Other, Batch or Idle)", index, t.Group, t.Policy)
+	}
+	if t.Nice != nil && (*t.Nice < -20 || *t.Nice > 19) {
+		return c, fmt.Errorf("task %d (%s): nice %d is outside -20..19", index, t.Group, *t.Nice)
+	}
+	if t.SliceNs != 0 && (t.SliceNs < 100e3 || t.SliceNs > 100e6) {
+		return c, fmt.Errorf("task %d (%s): slice %dns is outside 100us..100ms", index, t.Group, t.SliceNs)
+	}
+	return c, nil
+}
+
+func (c workerConfig) marshal() string {
+	b, err := json.Marshal(c)
+	if err != nil {
+		panic(err) // plain data: cannot fail
+	}
+	return string(b)
+}

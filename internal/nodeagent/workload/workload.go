@@ -1,0 +1,153 @@
+// Package workload runs schedlab's synthetic workload on this machine and
+// measures what the scheduler did to it.
+//
+// Every task is its own process: the schedlab binary re-executed in its hidden
+// worker mode (`schedlab __worker <json>`, see WorkerMain). A worker is
+// placed — cgroup, session, nice, policy, EEVDF slice — before its work
+// starts: it starts, applies its own scheduling attributes, reports "ready",
+// the parent moves it into its cgroup, and only then sends "go".
+//
+// The parent side is a Set: Start spawns and places every worker, Begin opens
+// the measured window, End closes it and returns per-task statistics, and Stop
+// kills and reaps every worker. GroupMetrics and WindowMetrics turn a Window
+// into the metric vocabulary of api/v1alpha1.
+//
+// Workers die with their parent (PR_SET_PDEATHSIG, set both by the parent
+// through SysProcAttr and by the worker itself). Note that Linux delivers the
+// parent-death signal when the *thread* that forked the worker exits, so call
+// Start from a goroutine that is not locked to an OS thread it will give up
+// (any ordinary goroutine is fine).
+package workload
+
+import (
+	"time"
+
+	"github.com/schedlab/schedlab/api/v1alpha1"
+)
+
+// WorkerArg is argv[1] of every worker process; WorkerEnv names the
+// environment variable that carries the run id (visible in
+// /proc/<pid>/environ), so that leftovers of a run can be found.
+const (
+	WorkerArg = "__worker"
+	WorkerEnv = "SCHEDLAB_WORKER"
+)
+
+// Task is one worker process.
+type Task struct {
+	// Group, Replica and Index identify the task: Index is its position
+	// within its replica (0 .. tasks-1).
+	Group   string
+	Replica int
+	Index   int
+
+	// CgroupProcs is the cgroup.procs file (v2, or v1) the worker joins before
+	// its work starts. A v1 "tasks" file is accepted too; every thread is
+	// then written. "" leaves the worker where it started (the caller's
+	// cgroup), or, for a session task, where RootProcs puts it.
+	CgroupProcs string
+
+	// Session, when not empty, runs the task outside any cgroup in the setsid
+	// session of that name: every task of the Spec with the same Session
+	// shares one session, and so one autogroup. The session's processes are
+	// moved to Spec.RootProcs before they fork. CgroupProcs must be "".
+	Session string
+
+	// Nice (-20..19), Policy ("Other", "Batch", "Idle" or "" for Other) and
+	// SliceNs (the EEVDF custom slice: sched_attr.sched_runtime of a fair
+	// task, kernels 6.12+; 0 = the default slice) are applied with
+	// sched_setattr to every thread of the worker before its work starts. A
+	// kernel that refuses them fails Start.
+	Nice    *int
+	Policy  string
+	SliceNs int64
+
+	// Pattern is what the task does (Hog, Periodic, LatencyProbe, PingPong,
+	// Burst), with durations as in the API.
+	Pattern v1alpha1.Pattern
+
+	// Peer is, for PingPong, the index in Spec.Tasks of the partner (pairs
+	// 0-1, 2-3, … within a replica); -1 otherwise. The task with the lower
+	// index starts the round trips.
+	Peer int
+
+	// Seed seeds a Burst task's random generator.
+	Seed uint64
+}
+
+// Spec is the whole workload of one measurement.
+type Spec struct {
+	Tasks []Task
+	// WorkerBinary is the schedlab binary (os.Executable()); workers run as
+	// `<WorkerBinary> __worker <json>`.
+	WorkerBinary string
+	// RootProcs is the root cgroup's procs file that session tasks join
+	// (so that autogroup applies to them); "" leaves them in the caller's
+	// cgroup.
+	RootProcs string
+	// RunID marks the workers (SCHEDLAB_WORKER=<RunID> in their
+	// environment); "" picks a random one (Set.RunID tells it).
+	RunID string
+}
+
+// TaskStats is what one task did over the measured window.
+type TaskStats struct {
+	Group   string
+	Replica int
+	Index   int
+	PID     int
+	Pattern v1alpha1.PatternType
+
+	// CPUNs is CPU time over the window, summed over all threads of the
+	// worker (as the cgroup's accounting counts it: the Go runtime's threads
+	// use a negligible share). RunDelayNs (time runnable but waiting on a
+	// run queue), Voluntary and Involuntary (context switches) are those of
+	// the worker's work thread only: the Go runtime's helper threads sleep
+	// and wake on their own timers and would drown the pattern's switches.
+	CPUNs       int64
+	RunDelayNs  int64
+	Voluntary   int64
+	Involuntary int64
+
+	// Latency holds the wakeup latencies (ns) recorded in the window:
+	// lateness of a timer (LatencyProbe, Periodic, Burst) or time from the
+	// partner's write to the return from read (PingPong, both sides).
+	Latency *Histogram
+
+	// Ops: PingPong round trips (counted by the initiating side only), Burst
+	// bursts completed, Periodic runs completed, LatencyProbe wake-ups.
+	// Periods and Misses (Periodic): periods that ended in the window and,
+	// of those, the ones whose run did not finish within the period
+	// (skipped periods count as missed).
+	Ops     int64
+	Periods int64
+	Misses  int64
+}
+
+// Window is one measured window.
+type Window struct {
+	Duration time.Duration
+	Tasks    []TaskStats
+}
+
+// Sched is a thread's fair-class scheduling attributes as sched_getattr
+// reports them.
+type Sched struct {
+	Policy  string `json:"policy"`  // "Other", "Batch", "Idle", or "policy N" for another class
+	Nice    int    `json:"nice"`    // the nice value
+	SliceNs int64  `json:"sliceNs"` // se.slice: the custom slice, or the base slice when none is set (6.12+); 0 before 6.12
+}
+
+// Placement is where a worker found itself just after "go" and before its
+// first instruction of work: the record that placement preceded the work.
+type Placement struct {
+	PID int `json:"pid"`
+	// Cgroup is the worker's /proc/self/cgroup.
+	Cgroup string `json:"cgroup"`
+	// Session is its session id (getsid); Autogroup its /proc/self/autogroup
+	// ("/autogroup-N nice M"), "" where the kernel has no autogroup.
+	Session   int    `json:"session"`
+	Autogroup string `json:"autogroup"`
+	// Sched is its work thread's policy, nice and slice.
+	Sched Sched `json:"sched"`
+}

@@ -1,5 +1,0 @@
-package simengine
-
-import "strconv"
-
-func fmtF(f float64) string { return strconv.FormatFloat(f, 'g', 4, 64) }
