@@ -500,8 +500,23 @@ func restoreCgroup(fsys FS, e JournalEntry) error {
 		return fmt.Errorf("journal: cgroup %q is not under %s/%s; not touching it", e.Path, e.Mount, CgroupParent)
 	}
 	c := &Cgroups{FS: fsys, Version: e.CgroupVersion, Mount: e.Mount, KillTimeout: 10 * time.Second}
+	if path.Clean(e.Path) == e.Mount+"/"+CgroupParent {
+		// The shared parent of every run: removed when empty, never
+		// emptied by force (it may hold another run's or tool's cgroups).
+		if err := fsys.Rmdir(e.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			if errors.Is(err, unix.ENOTEMPTY) || errors.Is(err, unix.EBUSY) {
+				return errKeptParent
+			}
+			return fmt.Errorf("remove cgroup %s: %w", e.Path, err)
+		}
+		return nil
+	}
 	return c.Remove(e.Path)
 }
+
+// errKeptParent says the shared schedlab parent cgroup was left in place
+// because something else lives in it.
+var errKeptParent = errors.New("kept: it holds other cgroups")
 
 // restoreSubtree disables the cpu controller again where the run enabled it.
 func restoreSubtree(fsys FS, e JournalEntry) (string, error) {

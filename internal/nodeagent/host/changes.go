@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/go-logr/logr"
 
@@ -48,6 +49,8 @@ func (ch *Changes) noteSet(e JournalEntry, set string) {
 		switch e.Kind {
 		case EntryCgroup:
 			r.Original = "absent"
+		case EntryProcesses:
+			r.Original = "none"
 		default:
 			r.Original = e.Original
 		}
@@ -139,7 +142,12 @@ func restoreEntries(fsys FS, entries []JournalEntry, record func(string) *v1alph
 			if r.Original == "" {
 				r.Original = "absent"
 			}
-			if err := restoreCgroup(fsys, e); err != nil {
+			err := restoreCgroup(fsys, e)
+			if errors.Is(err, errKeptParent) {
+				r.Restored, r.OK = "kept: it holds other cgroups", true
+				continue
+			}
+			if err != nil {
 				errs = append(errs, err)
 				r.Restored, r.OK = "present", false
 				continue
@@ -155,6 +163,16 @@ func restoreEntries(fsys FS, entries []JournalEntry, record func(string) *v1alph
 			if err != nil {
 				errs = append(errs, err)
 			}
+		case EntryProcesses:
+			if r.Original == "" {
+				r.Original = "none"
+			}
+			if err := killMarked(fsys, e.Original, 10*time.Second); err != nil {
+				errs = append(errs, err)
+				r.Restored, r.OK = "alive", false
+				continue
+			}
+			r.Restored, r.OK = "none", true
 		case EntryKnob:
 			if r.Original == "" {
 				r.Original = e.Original
@@ -215,4 +233,16 @@ func RecoverJournal(fsys FS, stateDir string, log logr.Logger) ([]v1alpha1.KnobR
 		return ch.Records(), err
 	}
 	return ch.Records(), nil
+}
+
+// NoteWorkers journals the workers of a workload run (marked
+// SCHEDLAB_WORKER=<id>) so that a restarted agent kills any survivor. Call it
+// before starting them.
+func (ch *Changes) NoteWorkers(id string) error {
+	e := ProcessesEntry(id)
+	if err := ch.Journal.Record(e); err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	ch.noteSet(e, "started")
+	return nil
 }

@@ -1,0 +1,79 @@
+package host
+
+import (
+	"bytes"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// EntryProcesses is a journal entry for the worker processes of a run,
+// found by the environment variable they carry (workers outside cgroups —
+// session tasks — are found this way after a crash).
+const EntryProcesses = "processes"
+
+// WorkerMarkerVar is the environment variable that marks a worker process;
+// its value is the workload's run id.
+const WorkerMarkerVar = "SCHEDLAB_WORKER"
+
+// ProcessesEntry is the journal entry for the workers marked
+// SCHEDLAB_WORKER=<id>.
+func ProcessesEntry(id string) JournalEntry {
+	return JournalEntry{Kind: EntryProcesses, Name: "workers " + id, Original: WorkerMarkerVar + "=" + id}
+}
+
+// MarkedProcesses lists the live processes whose environment holds the
+// marker ("SCHEDLAB_WORKER=<id>").
+func MarkedProcesses(fsys FS, marker string) ([]int, error) {
+	if !strings.HasPrefix(marker, WorkerMarkerVar+"=") || len(marker) <= len(WorkerMarkerVar)+1 {
+		return nil, fmt.Errorf("journal: %q is not a worker marker", marker)
+	}
+	ents, err := fsys.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	want := append(append([]byte{0}, marker...), 0)
+	self := unix.Getpid()
+	var out []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == self || pid <= 1 {
+			continue
+		}
+		env, err := fsys.ReadFile("/proc/" + e.Name() + "/environ")
+		if err != nil || !bytes.Contains(append([]byte{0}, env...), want) {
+			continue
+		}
+		if st, err := fsys.ReadFile("/proc/" + e.Name() + "/stat"); err == nil {
+			if i := bytes.LastIndexByte(st, ')'); i > 0 && i+2 < len(st) && (st[i+2] == 'Z' || st[i+2] == 'X') {
+				continue
+			}
+		}
+		out = append(out, pid)
+	}
+	return out, nil
+}
+
+// killMarked SIGKILLs the marked processes until none is left.
+func killMarked(fsys FS, marker string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		pids, err := MarkedProcesses(fsys, marker)
+		if err != nil {
+			return err
+		}
+		if len(pids) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("processes marked %s still alive after %s: %v", marker, timeout, pids)
+		}
+		for _, p := range pids {
+			_ = unix.Kill(p, unix.SIGKILL)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

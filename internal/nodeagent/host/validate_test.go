@@ -1,0 +1,85 @@
+package host
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/schedlab/schedlab/api/v1alpha1"
+)
+
+func validSpec() *v1alpha1.SchedExperimentSpec {
+	return &v1alpha1.SchedExperimentSpec{
+		Duration: metav1.Duration{Duration: time.Second},
+		Warmup:   dur(200 * time.Millisecond),
+		Variants: []v1alpha1.Variant{{Name: "on", Knobs: v1alpha1.Knobs{Autogroup: v1alpha1.AutogroupEnabled}}, {Name: "off"}},
+		Workload: v1alpha1.Workload{Groups: []v1alpha1.Group{
+			{Name: "hog", Tasks: ptr(int32(2)), Pattern: &v1alpha1.Pattern{Type: v1alpha1.PatternHog}},
+		}},
+	}
+}
+
+func TestValidate(t *testing.T) {
+	if err := Validate(validSpec()); err != nil {
+		t.Fatalf("valid spec refused: %v", err)
+	}
+	cases := []struct {
+		name   string
+		mutate func(s *v1alpha1.SchedExperimentSpec)
+		want   []string
+	}{
+		{"sysctl outside the allowlist", func(s *v1alpha1.SchedExperimentSpec) {
+			s.Variants[0].Knobs.Sysctls = map[string]string{"kernel.core_pattern": "|/bin/sh"}
+		}, []string{`variants[0] (on).knobs.sysctls "kernel.core_pattern": not on the allowlist; sysctls may only name kernel.sched_cfs_bandwidth_slice_us`}},
+		{"sysctl value not an integer", func(s *v1alpha1.SchedExperimentSpec) {
+			s.Variants[0].Knobs.Sysctls = map[string]string{"kernel.numa_balancing": "1; reboot"}
+		}, []string{`value "1; reboot" must be an integer`}},
+		{"too many tasks", func(s *v1alpha1.SchedExperimentSpec) {
+			s.Workload.Groups[0].Replicas = 100
+			s.Workload.Groups[0].Tasks = ptr(int32(6))
+		}, []string{"workload: 600 tasks in all (replicas × tasks over the groups); at most 512"}},
+		{"bad feature name", func(s *v1alpha1.SchedExperimentSpec) {
+			s.Variants[1].Knobs.Features = map[string]bool{"../../etc": true}
+		}, []string{`features "../../etc": feature names are the kernel's upper-case names`}},
+		{"bad enum", func(s *v1alpha1.SchedExperimentSpec) {
+			s.Variants[1].Knobs.Autogroup = "Maybe"
+		}, []string{`autogroup "Maybe": must be Enabled or Disabled`}},
+		{"durations", func(s *v1alpha1.SchedExperimentSpec) {
+			s.Duration = metav1.Duration{Duration: 2 * time.Hour}
+			s.Variants[0].Knobs.BaseSlice = dur(time.Second)
+		}, []string{"duration 2h0m0s: must be between 100ms and 1h", "baseSlice 1s: must be between 100µs and 100ms"}},
+		{"nesting too deep", func(s *v1alpha1.SchedExperimentSpec) {
+			s.Workload.Groups = []v1alpha1.Group{
+				{Name: "a", Tasks: ptr(int32(0))}, {Name: "b", Parent: "a", Tasks: ptr(int32(0))}, {Name: "c", Parent: "b", Tasks: ptr(int32(0))},
+				{Name: "d", Parent: "c", Tasks: ptr(int32(0))}, {Name: "e", Parent: "d", Pattern: &v1alpha1.Pattern{Type: v1alpha1.PatternHog}},
+			}
+		}, []string{"workload.groups[4] (e): cgroups nest 5 deep; at most 4"}},
+		{"session with weight", func(s *v1alpha1.SchedExperimentSpec) {
+			s.Workload.Groups[0].Session = "s"
+			s.Workload.Groups[0].CPUWeight = ptr(int32(300))
+		}, []string{"session runs the group's tasks outside any cgroup"}},
+		{"pattern needs fields", func(s *v1alpha1.SchedExperimentSpec) {
+			s.Workload.Groups[0].Pattern = &v1alpha1.Pattern{Type: v1alpha1.PatternPeriodic}
+		}, []string{"a Periodic pattern needs run and period"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := validSpec()
+			tc.mutate(s)
+			err := Validate(s)
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error does not say %q:\n%v", w, err)
+				}
+			}
+			if !strings.Contains(err.Error(), "nothing was changed on the node") {
+				t.Errorf("error does not say nothing was changed: %v", err)
+			}
+		})
+	}
+}
