@@ -20,8 +20,8 @@ import (
 
 const (
 	templateHashAnnotation = "schedlab.io/template-hash"
-	// HostRoot is where the agent container sees the host's /proc/sys and
-	// /sys; the agent's --root flag points there.
+	// HostRoot is where the agent container sees the host's /proc and /sys;
+	// the agent's --root flag points there.
 	HostRoot = "/host"
 )
 
@@ -59,13 +59,15 @@ func (r *SchedExperimentReconciler) ensureDaemonSet(ctx context.Context, s *scop
 	return nil
 }
 
-// daemonSetFor builds the agent DaemonSet. The one container is privileged:
-// the agent writes scheduler knobs under the host's /proc/sys and
-// /sys/kernel/debug, and creates cgroups in the host's /sys/fs/cgroup. It
-// does not need the host's PID namespace: it measures and moves only its own
-// workload processes, and the knobs it writes are node-global. The host's
-// /proc/sys and /sys are mounted under /host (the agent's --root), the
-// journal's state directory at the same path as on the host.
+// daemonSetFor builds the agent DaemonSet. The one container is privileged
+// and shares the host's PID namespace: the agent writes scheduler knobs
+// under the host's /proc/sys and /sys/kernel/debug, creates cgroups in the
+// host's /sys/fs/cgroup (not the container's cgroup namespace view), moves
+// its workload processes into them by PID and reads their /proc entries;
+// with the host's PID namespace, the host /proc mounted under /host is
+// consistent with the PIDs the agent sees. The host's /proc and /sys are
+// mounted under /host (the agent's --root); the journal's state directory
+// is at the same path as on the host.
 func (r *SchedExperimentReconciler) daemonSetFor(s *scope) (*appsv1.DaemonSet, error) {
 	cfg := r.Config
 	selector := map[string]string{
@@ -86,6 +88,7 @@ func (r *SchedExperimentReconciler) daemonSetFor(s *scope) (*appsv1.DaemonSet, e
 		ObjectMeta: metav1.ObjectMeta{Labels: labels},
 		Spec: corev1.PodSpec{
 			ServiceAccountName:            cfg.AgentServiceAccount,
+			HostPID:                       true,
 			PriorityClassName:             cfg.AgentPriorityClass,
 			Tolerations:                   cfg.AgentTolerations,
 			TerminationGracePeriodSeconds: ptr.To[int64](120),
@@ -118,14 +121,14 @@ func (r *SchedExperimentReconciler) daemonSetFor(s *scope) (*appsv1.DaemonSet, e
 					ReadOnlyRootFilesystem: ptr.To(true),
 				},
 				VolumeMounts: []corev1.VolumeMount{
-					{Name: "host-proc-sys", MountPath: HostRoot + "/proc/sys"},
+					{Name: "host-proc", MountPath: HostRoot + "/proc"},
 					{Name: "host-sys", MountPath: HostRoot + "/sys", MountPropagation: &propagation},
 					{Name: "state", MountPath: cfg.StateDir},
 					{Name: "tmp", MountPath: "/tmp"},
 				},
 			}},
 			Volumes: []corev1.Volume{
-				{Name: "host-proc-sys", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/proc/sys", Type: &hostPathDir}}},
+				{Name: "host-proc", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/proc", Type: &hostPathDir}}},
 				{Name: "host-sys", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/sys", Type: &hostPathDir}}},
 				{Name: "state", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: cfg.StateDir, Type: &stateType}}},
 				{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
