@@ -162,19 +162,25 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 
 	for {
+		if ctx.Err() != nil {
+			return nil
+		}
 		gen, spec, ok, err := a.pending(ctx)
 		if err != nil {
 			log.Error(err, "Reading the NodeRun")
 		}
 		if ok {
-			if err := a.runGeneration(ctx, log, gen, spec); err != nil {
-				log.Error(err, "Writing NodeRun status")
+			err := a.runGeneration(ctx, log, gen, spec)
+			if err == nil {
+				continue // reread at once: the spec may have moved on meanwhile
 			}
+			log.Error(err, "Writing NodeRun status")
 		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-a.wake:
+		case <-a.opts.Clock.After(time.Minute): // a backstop after a failed write
 		}
 	}
 }
@@ -289,7 +295,6 @@ func (a *Agent) runGeneration(ctx context.Context, log logr.Logger, gen int64, s
 				log.Info("Aborting run", "reason", why)
 				cancel(errors.New(why))
 			}
-			a.poke() // the main loop rereads after the run
 		case <-ticker.C():
 			p.mu.Lock()
 			dirty := p.dirty
