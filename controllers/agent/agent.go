@@ -280,11 +280,13 @@ func (a *Agent) runGeneration(ctx context.Context, log logr.Logger, gen int64, s
 	ticker := a.opts.Clock.NewTicker(a.opts.ProgressInterval)
 	defer ticker.Stop()
 	stopReason := ""
+	ctxDone := ctx.Done()
 	for {
 		select {
 		case res := <-done:
 			return a.finish(ctx, log, &st, res.st, res.err, stopReason)
-		case <-ctx.Done():
+		case <-ctxDone:
+			ctxDone = nil
 			if stopReason == "" {
 				stopReason = "the agent was told to stop (SIGTERM)"
 				cancel(errors.New(stopReason))
