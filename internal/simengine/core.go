@@ -213,7 +213,6 @@ func (s *sim) tick() {
 			s.reschedCurr(c, false)
 		}
 		s.taskTickFair(c)
-		s.cpuPelt(c)
 		if cpu.nextBalance <= s.now {
 			// rebalance_domains(): busy CPUs balance busy_factor times less often.
 			s.loadBalance(c, false, false)

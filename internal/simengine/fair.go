@@ -1,5 +1,7 @@
 package simengine
 
+import "math/bits"
+
 // This file holds the fair-class rules of kernel/sched/fair.c. Functions
 // are named after their kernel counterparts; each comment names the version
 // it follows: v6.1 for CFS, v6.6..v6.12 for EEVDF.
@@ -14,12 +16,32 @@ func floorDiv(a, b int64) int64 {
 	return q
 }
 
-// calcDeltaFair is calc_delta_fair(): delta scaled by NICE_0_LOAD / weight.
+// calcDeltaFair is calc_delta_fair() with __calc_delta() (v6.1/v6.6):
+// delta * NICE_0_LOAD / weight computed with the 32-bit inverse weight,
+// as the kernel does.
 func calcDeltaFair(delta int64, e *entity) int64 {
 	if e.weight == nice0Load {
 		return delta
 	}
-	return delta * nice0Load / e.weight
+	neg := delta < 0
+	if neg {
+		delta = -delta
+	}
+	hi, lo := bits.Mul64(uint64(delta)*nice0Load, e.invWeight)
+	r := int64(hi<<32 | lo>>32)
+	if neg {
+		return -r
+	}
+	return r
+}
+
+// wmultConst is WMULT_CONST (~0U): inv_weight = WMULT_CONST / weight.
+const wmultConst = 1<<32 - 1
+
+// setWeight is update_load_set(): the weight and its inverse.
+func (e *entity) setWeight(w int64) {
+	e.weight = w
+	e.invWeight = wmultConst / uint64(w)
 }
 
 // ---- tree (the rb-tree of queued entities, minus curr) ----
@@ -267,7 +289,7 @@ func (s *sim) updateCurr(cq int32) {
 	if e.task >= 0 {
 		s.accountTask(e.task, start, s.now)
 	}
-	if r.tg >= 0 && s.tgs[r.tg].quota > 0 {
+	if r.hasQuota {
 		s.accountCfsRqRuntime(cq, d)
 	}
 }
@@ -606,13 +628,18 @@ func (s *sim) calcGroupShares(cq int32) int64 {
 	if !s.feat.smpFairGroups {
 		return tg.shares
 	}
+	if r.shKeyOK && r.shKeyTg == tg.loadAvg && r.shKeyLoad == r.load && r.shKeyAvg == r.loadAvg.avg && r.shKeyContrib == r.contrib {
+		return r.shares
+	}
 	load := max(float64(r.load), r.loadAvg.avg)
 	tgWeight := tg.loadAvg - r.contrib + load
 	shares := tg.shares
 	if tgWeight > 0 {
 		shares = int64(float64(tg.shares) * load / tgWeight)
 	}
-	return max(minShares, min(shares, tg.shares))
+	shares = max(minShares, min(shares, tg.shares))
+	r.shKeyOK, r.shKeyTg, r.shKeyLoad, r.shKeyAvg, r.shKeyContrib, r.shares = true, tg.loadAvg, r.load, r.loadAvg.avg, r.contrib, shares
+	return shares
 }
 
 // updateCfsGroup is update_cfs_group(): recompute a group entity's weight.
@@ -639,7 +666,7 @@ func (s *sim) reweightEntity(cq, se int32, w int64) {
 		if s.eevdf {
 			e.vlag = e.vlag * old / w
 		}
-		e.weight = w
+		e.setWeight(w)
 		return
 	}
 	isCurr := r.curr == se
@@ -650,7 +677,7 @@ func (s *sim) reweightEntity(cq, se int32, w int64) {
 	s.updateSeLoad(se)
 	if !s.eevdf {
 		r.load += w - old
-		e.weight = w
+		e.setWeight(w)
 		return
 	}
 	s.updateEntityLag(cq, se)
@@ -661,7 +688,7 @@ func (s *sim) reweightEntity(cq, se int32, w int64) {
 	r.load -= old
 	e.vlag = e.vlag * old / w
 	relDeadline = relDeadline * old / w
-	e.weight = w
+	e.setWeight(w)
 	// place_entity(cfs_rq, se, 0) without counting se itself in the load.
 	oth, othLoad := r.avgSum, r.avgLoad
 	if !isCurr && r.curr >= 0 && s.ents[r.curr].onRq {
@@ -687,6 +714,9 @@ func (s *sim) reweightEntity(cq, se int32, w int64) {
 
 // throttledHierarchy is throttled_hierarchy(): cq or an ancestor is throttled.
 func (s *sim) throttledHierarchy(cq int32) bool {
+	if !s.anyQuota {
+		return false
+	}
 	for cq >= 0 {
 		r := &s.rqs[cq]
 		if r.throttled {
@@ -823,6 +853,15 @@ func (s *sim) checkPreemptWakeup(c, ti, wakerCPU int32) {
 	}
 	cq := s.ents[se].rq
 	s.updateCurr(cq)
+	if s.trace != nil {
+		r := &s.rqs[cq]
+		s.trace("  check wakeup: V=%d curr se%d v=%d d=%d prot=%v elig=%v | wakee se%d v=%d d=%d lag=%d", s.avgVruntime(cq),
+			se, s.ents[se].vruntime, s.ents[se].deadline, s.ents[se].protectOK && s.ents[se].protect == s.ents[se].deadline, s.entityEligible(cq, se),
+			pse, s.ents[pse].vruntime, s.ents[pse].deadline, s.ents[pse].vlag)
+		for _, x := range r.tree {
+			s.trace("    tree se%d v=%d d=%d w=%d", x, s.ents[x].vruntime, s.ents[x].deadline, s.ents[x].weight)
+		}
+	}
 	if s.eevdf {
 		doPreemptShort := s.feat.preemptShort && s.ents[pse].slice < s.ents[se].slice
 		if s.pickEEVDF(cq, !doPreemptShort) == pse {
@@ -841,11 +880,15 @@ func (s *sim) checkPreemptWakeup(c, ti, wakerCPU int32) {
 
 // ---- the tick ----
 
-// entityTick is entity_tick() (v6.6 / v6.1).
+// entityTick is entity_tick() (v6.6 / v6.1). PELT averages are evaluated
+// lazily (every change of a signal's input updates it first, so a late
+// update gives the same value); the tick only has to publish group queues'
+// load to their task group, as update_tg_load_avg() does.
 func (s *sim) entityTick(cq, se int32) {
 	s.updateCurr(cq)
-	s.updateRqLoad(cq)
-	s.updateSeLoad(se)
+	if s.rqs[cq].tg >= 0 {
+		s.updateRqLoad(cq)
+	}
 	s.updateCfsGroup(se)
 	if !s.eevdf && s.rqs[cq].nr > 1 {
 		s.checkPreemptTick(cq, se)

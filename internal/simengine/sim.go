@@ -71,6 +71,7 @@ const (
 // entity is a sched_entity: a task's or a per-CPU group entity.
 type entity struct {
 	weight      int64 // load.weight (NICE_0 = 1024)
+	invWeight   uint64
 	vruntime    int64
 	deadline    int64 // EEVDF virtual deadline
 	vlag        int64 // EEVDF lag, V - v_i (kept while off the runqueue)
@@ -112,8 +113,14 @@ type cfsRq struct {
 	loadAvg   pelt  // cfs_rq->avg.load_avg (sum of attached entities' load_avg)
 	contrib   float64
 	throttled bool
+	hasQuota  bool // the owning group has a cpu.max quota
 	idle      bool // cfs_rq_is_idle(): owned by a cpu.idle group
 	tree      []int32
+
+	// calcGroupShares memo: the inputs of the last computation and its result.
+	shKeyOK                         bool
+	shKeyLoad, shares               int64
+	shKeyTg, shKeyAvg, shKeyContrib float64
 }
 
 // taskGroup is a struct task_group: a cgroup or an autogroup.
@@ -191,11 +198,12 @@ type event struct {
 }
 
 type sim struct {
-	in    *Input
-	nCPU  int32
-	eevdf bool
-	feat  features
-	lazy  bool
+	in       *Input
+	nCPU     int32
+	eevdf    bool
+	anyQuota bool
+	feat     features
+	lazy     bool
 
 	tickNs, baseSlice, latency, minGran, wakeupGran, migrationCost int64
 	nrLatency                                                      int64
@@ -315,6 +323,7 @@ func newSim(in *Input) (*sim, error) {
 // newEntity appends an entity and returns its index.
 func (s *sim) newEntity(e entity) int32 {
 	e.pos = -1
+	e.setWeight(e.weight)
 	s.ents = append(s.ents, e)
 	return int32(len(s.ents) - 1)
 }
@@ -388,6 +397,10 @@ func (s *sim) build() {
 					t.period = 100_000_000
 				}
 				t.runtime = t.quota
+				s.anyQuota = true
+				for _, cq := range t.rq {
+					s.rqs[cq].hasQuota = true
+				}
 			}
 			groupTG[gi] = append(groupTG[gi], tg)
 		}
@@ -723,6 +736,14 @@ func (s *sim) updateRqLoad(cq int32) {
 func (s *sim) syncTgContrib(cq int32) {
 	r := &s.rqs[cq]
 	if r.tg < 0 {
+		return
+	}
+	// update_tg_load_avg(): only publish changes above 1/64 of the contribution.
+	d := r.loadAvg.avg - r.contrib
+	if d < 0 {
+		d = -d
+	}
+	if d <= r.contrib/64 {
 		return
 	}
 	tg := &s.tgs[r.tg]

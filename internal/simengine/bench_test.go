@@ -1,0 +1,70 @@
+package simengine
+
+import (
+	"testing"
+	"time"
+)
+
+// benchRun runs in b.N times and reports events/s and simulated seconds per
+// wall second.
+func benchRun(b *testing.B, in Input) {
+	b.ReportAllocs()
+	var events uint64
+	var simNs int64
+	start := time.Now()
+	for i := 0; i < b.N; i++ {
+		r, err := Run(in)
+		if err != nil {
+			b.Fatal(err)
+		}
+		events += r.Events
+		simNs += r.SimulatedNs
+	}
+	wall := time.Since(start).Seconds()
+	b.ReportMetric(float64(events)/wall, "events/s")
+	b.ReportMetric(float64(simNs)/1e9/wall, "simsec/s")
+}
+
+// benchHogs8 is benchmark (a): 8 CPUs, 16 hogs in 9 groups (one group of 8
+// and 8 groups of 1), HZ 1000, 60 s simulated. Goal: ≥1000× real time.
+func benchHogs8() Input {
+	return Input{
+		Node:       Node{CPUs: 8, HZ: 1000},
+		Groups:     []Group{{Name: "eight", Tasks: 8}, {Name: "single", Replicas: 8, Tasks: 1}},
+		DurationNs: 60e9,
+		Seed:       1,
+	}
+}
+
+// benchMixed64 is benchmark (b): 64 CPUs, 512 tasks of mixed patterns in
+// pods, a few simulated seconds. Goal: ≥10× real time.
+func benchMixed64() Input {
+	return Input{
+		Node: Node{CPUs: 64, HZ: 250},
+		Groups: []Group{
+			{Name: "batch", Replicas: 16, Tasks: 8, Pattern: Pattern{Type: Hog}},
+			{Name: "web", Replicas: 32, Tasks: 4, Pattern: Pattern{Type: Burst, MeanRunNs: 2e6, MeanSleepNs: 6e6}},
+			{Name: "video", Replicas: 16, Tasks: 4, Pattern: Pattern{Type: Periodic, RunNs: 4e6, PeriodNs: 16e6}},
+			{Name: "rpc", Replicas: 16, Tasks: 4, Pattern: Pattern{Type: PingPong, RunNs: 20e3}},
+			{Name: "probe", Replicas: 32, Tasks: 2, Pattern: Pattern{Type: LatencyProbe, IntervalNs: 1e6}},
+			{Name: "cron", Session: "ssh", Tasks: 64, Pattern: Pattern{Type: Burst, MeanRunNs: 5e6, MeanSleepNs: 50e6}},
+		},
+		DurationNs: 2e9,
+		WarmupNs:   5e8,
+		Seed:       1,
+	}
+}
+
+// benchPingPong2 is benchmark (c): 2 CPUs, 4 PingPong pairs.
+func benchPingPong2() Input {
+	return Input{
+		Node:       Node{CPUs: 2, HZ: 1000},
+		Groups:     []Group{{Name: "pp", Tasks: 8, Pattern: Pattern{Type: PingPong, RunNs: 5e3}}},
+		DurationNs: 1e9,
+		Seed:       1,
+	}
+}
+
+func BenchmarkHogs8CPU60s(b *testing.B)        { benchRun(b, benchHogs8()) }
+func BenchmarkMixed64CPU512(b *testing.B)      { benchRun(b, benchMixed64()) }
+func BenchmarkPingPong2CPU4Pairs(b *testing.B) { benchRun(b, benchPingPong2()) }
