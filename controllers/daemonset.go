@@ -9,6 +9,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -37,6 +38,9 @@ func (r *SchedExperimentReconciler) ensureDaemonSet(ctx context.Context, s *scop
 	}
 	if s.ds == nil {
 		if err := r.Client.Create(ctx, want); err != nil {
+			if apierrors.IsAlreadyExists(err) {
+				return nil // created by an earlier reconcile; its event brings us back
+			}
 			return fmt.Errorf("creating DaemonSet %s: %w", want.Name, err)
 		}
 		s.ds = want

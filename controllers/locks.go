@@ -26,8 +26,8 @@ func (r *SchedExperimentReconciler) lockNodes(ctx context.Context, s *scope) err
 	if !s.measure() || s.terminal() || s.stop {
 		return nil
 	}
-	if s.conditionTrue(v1alpha1.ConditionNodesLocked) && len(s.leases) >= len(s.chosen) {
-		return nil
+	if s.conditionTrue(v1alpha1.ConditionNodesLocked) {
+		return nil // locked for this generation; the choice is fixed
 	}
 	want := make(map[string]bool, len(s.chosen))
 	for _, n := range s.chosen {
