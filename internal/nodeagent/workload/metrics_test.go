@@ -1,0 +1,112 @@
+package workload
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/schedlab/schedlab/api/v1alpha1"
+)
+
+func hist(vals ...int64) *Histogram {
+	h := NewHistogram()
+	for _, v := range vals {
+		h.Record(v)
+	}
+	return h
+}
+
+func TestHistogramMergeIsExact(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	a, b, all := NewHistogram(), NewHistogram(), NewHistogram()
+	for i := range 100000 {
+		v := int64(r.ExpFloat64() * 50e3)
+		if i%3 == 0 {
+			v *= 1000 // some in the milliseconds and seconds
+		}
+		all.Record(v)
+		if i%2 == 0 {
+			a.Record(v)
+		} else {
+			b.Record(v)
+		}
+	}
+	a.Merge(b)
+	if !a.h.Equals(all.h) {
+		t.Fatalf("merged histogram differs from the one that saw every value: %+v vs %+v", a.SummaryUs(), all.SummaryUs())
+	}
+	if a.Clamped() != all.Clamped() {
+		t.Errorf("clamped %d vs %d", a.Clamped(), all.Clamped())
+	}
+}
+
+func TestHistogramEncodingRoundTrip(t *testing.T) {
+	h := hist(0, 1, 999, 1000, 1001, 123456, 10_000_000_000, 20_000_000_000, -5)
+	b, err := h.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got Histogram
+	if err := got.UnmarshalBinary(b); err != nil {
+		t.Fatal(err)
+	}
+	if !got.h.Equals(h.h) || got.Clamped() != 2 || got.Count() != 9 {
+		t.Errorf("round trip: %+v clamped %d, want %+v clamped 2", got.SummaryUs(), got.Clamped(), h.SummaryUs())
+	}
+	if err := got.UnmarshalBinary(b[:4]); err == nil {
+		t.Error("decoding 4 bytes succeeded")
+	}
+	if err := got.UnmarshalBinary(append(b[:8:8], 1, 2, 3)); err == nil {
+		t.Error("decoding garbage succeeded")
+	}
+}
+
+func TestHistogramSummaryUs(t *testing.T) {
+	var vals []int64
+	for i := int64(1); i <= 1000; i++ {
+		vals = append(vals, i*1000) // 1µs … 1000µs
+	}
+	got := hist(vals...).SummaryUs()
+	want := v1alpha1.LatencySummary{P50: 500, P90: 900, P99: 990, P999: 999, Max: 1000, Mean: 500.5, Count: 1000}
+	// 3 significant digits: within 0.1%.
+	if d := cmp.Diff(want, got, cmpopts.EquateApprox(0.001, 0)); d != "" {
+		t.Errorf("summary (-want +got):\n%s", d)
+	}
+	if (&Histogram{h: NewHistogram().h}).SummaryUs() != (v1alpha1.LatencySummary{}) {
+		t.Error("an empty histogram has a non-zero summary")
+	}
+}
+
+func TestGroupMetrics(t *testing.T) {
+	w := &Window{Duration: 2 * time.Second, Tasks: []TaskStats{
+		{Group: "hog", Pattern: v1alpha1.PatternHog, CPUNs: 1.5e9, Voluntary: 2, Involuntary: 400, Latency: NewHistogram()},
+		{Group: "hog", Pattern: v1alpha1.PatternHog, CPUNs: 0.5e9, Voluntary: 0, Involuntary: 200, Latency: NewHistogram()},
+		{Group: "frame", Pattern: v1alpha1.PatternPeriodic, CPUNs: 0.2e9, Voluntary: 50, Latency: hist(10e3, 20e3), Ops: 49, Periods: 50, Misses: 1},
+		{Group: "frame", Pattern: v1alpha1.PatternPeriodic, CPUNs: 0.2e9, Voluntary: 50, Latency: hist(30e3, 40e3), Ops: 50, Periods: 50, Misses: 0},
+	}}
+	f := func(v float64) *float64 { return &v }
+	want := map[string]v1alpha1.Metrics{
+		"hog": {CPU: 1, CPUPerTask: 0.5, Share: 2.0 / 2.4,
+			CtxSwitchesPerSec: &v1alpha1.ContextSwitches{Voluntary: 1, Involuntary: 300}},
+		"frame": {CPU: 0.2, CPUPerTask: 0.1, Share: 0.4 / 2.4,
+			CtxSwitchesPerSec: &v1alpha1.ContextSwitches{Voluntary: 50},
+			WakeupLatencyUs:   &v1alpha1.LatencySummary{P50: 20, P90: 40, P99: 40, P999: 40, Max: 40, Mean: 25, Count: 4},
+			DeadlineMissRatio: f(0.01), OpsPerSec: f(49.5)},
+	}
+	got := WindowMetrics(w)
+	if d := cmp.Diff(want, got, cmpopts.EquateApprox(0.001, 1e-9)); d != "" {
+		t.Errorf("metrics (-want +got):\n%s", d)
+	}
+	if g := GroupMetrics(w, "hog"); g.Share != 0 {
+		t.Errorf("GroupMetrics fills share %v; only WindowMetrics can", g.Share)
+	}
+	if d := cmp.Diff(v1alpha1.Metrics{}, GroupMetrics(w, "nobody")); d != "" {
+		t.Errorf("unknown group: %s", d)
+	}
+	if d := cmp.Diff(v1alpha1.Metrics{}, GroupMetrics(&Window{}, "hog")); d != "" {
+		t.Errorf("empty window: %s", d)
+	}
+}
