@@ -1,0 +1,16 @@
+package nodeagent
+
+import (
+	"os"
+	"testing"
+
+	"github.com/schedlab/schedlab/internal/nodeagent/workload"
+)
+
+// TestMain lets the test binary be its own worker.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == workload.WorkerArg {
+		os.Exit(workload.WorkerMain(os.Args[2:]))
+	}
+	os.Exit(m.Run())
+}

@@ -1,0 +1,208 @@
+// Package nodeagent runs an experiment's plan on this node: it takes the
+// node's lock, restores whatever an earlier run left (the journal), detects
+// the node's capabilities, validates the spec again, and then, for each
+// repetition and each variant in turn (A B A B …), applies the variant's
+// knobs, creates the workload's cgroups, starts the workload, measures one
+// window after the warmup, and puts everything back. The node is restored on
+// every ending: success, error, panic, context cancellation (SIGTERM: the
+// caller cancels the context) and — through the journal, by the next agent —
+// SIGKILL.
+package nodeagent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/schedlab/schedlab/api/v1alpha1"
+	"github.com/schedlab/schedlab/internal/nodeagent/host"
+)
+
+// DefaultStateDir is where the journal and lock live when Options leaves it
+// empty (a hostPath in the cluster).
+const DefaultStateDir = "/var/lib/schedlab"
+
+// Options configure one run on this node.
+type Options struct {
+	// Root is the host's root directory ("/" when empty).
+	Root string
+	// StateDir holds the journal and the lock (DefaultStateDir when empty).
+	StateDir string
+	// RunID names the run: its cgroups are schedlab/<RunID>/…, its lock
+	// says who holds the node. Letters, digits, '-', '_', '.'.
+	RunID string
+	// WorkerBinary is the schedlab binary re-executed as workers
+	// (os.Executable() when empty).
+	WorkerBinary string
+	// NoiseThreshold is the CPU time per second (in CPUs) used by anything
+	// but the workload during a window above which the window is noisy and
+	// re-run. 0 means the default: 5% of the node's CPUs, at least 0.1 CPU.
+	NoiseThreshold float64
+	// MaxAttempts is how many times a noisy window is run in all (default 3).
+	MaxAttempts int
+	// Progress, when set, is told before and after every window.
+	Progress func(done, total int, what string)
+	// Log receives structured logs.
+	Log logr.Logger
+}
+
+// DefaultNoiseThreshold is the noise threshold for a node with cpus CPUs.
+func DefaultNoiseThreshold(cpus int32) float64 {
+	return max(0.1, 0.05*float64(cpus))
+}
+
+func (o *Options) defaults() error {
+	if o.Root == "" {
+		o.Root = "/"
+	}
+	if o.StateDir == "" {
+		o.StateDir = DefaultStateDir
+	}
+	if o.RunID == "" {
+		o.RunID = fmt.Sprintf("run-%d", time.Now().Unix())
+	}
+	if o.WorkerBinary == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("worker binary: %w", err)
+		}
+		o.WorkerBinary = exe
+	}
+	if o.MaxAttempts < 1 {
+		o.MaxAttempts = 3
+	}
+	if o.Log.GetSink() == nil {
+		o.Log = logr.Discard()
+	}
+	return nil
+}
+
+// RestoreOnly takes the node's lock, restores whatever journal an earlier
+// run left in the state directory, and returns how each change was
+// restored (nil when there was no journal).
+func RestoreOnly(opts Options) ([]v1alpha1.KnobRecord, error) {
+	if err := opts.defaults(); err != nil {
+		return nil, err
+	}
+	lock, err := host.AcquireLock(opts.StateDir, opts.RunID)
+	if err != nil {
+		return nil, err
+	}
+	defer lock.Release()
+	return host.RecoverJournal(host.NewFS(opts.Root), opts.StateDir, opts.Log)
+}
+
+// Run runs spec's whole plan on this node and returns what it measured and
+// how the node was restored. The status is filled as far as the run got even
+// when an error is returned.
+func Run(ctx context.Context, spec *v1alpha1.SchedExperimentSpec, opts Options) (status *v1alpha1.NodeRunStatus, err error) {
+	now := metav1.Now()
+	status = &v1alpha1.NodeRunStatus{Phase: v1alpha1.NodeRunRunning, StartTime: &now}
+	finish := func(phase v1alpha1.NodeRunPhase, msg string) {
+		status.Phase, status.Message = phase, msg
+		t := metav1.Now()
+		status.LastUpdateTime, status.CompletionTime = &t, &t
+	}
+	if err := opts.defaults(); err != nil {
+		finish(v1alpha1.NodeRunFailed, err.Error())
+		return status, err
+	}
+	log := opts.Log.WithValues("run", opts.RunID)
+	fsys := host.NewFS(opts.Root)
+
+	lock, err := host.AcquireLock(opts.StateDir, opts.RunID)
+	if err != nil {
+		finish(v1alpha1.NodeRunFailed, err.Error())
+		return status, err
+	}
+	defer lock.Release()
+
+	recovered, err := host.RecoverJournal(fsys, opts.StateDir, log)
+	if err != nil {
+		err = fmt.Errorf("restoring an earlier run: %w", err)
+		finish(v1alpha1.NodeRunFailed, err.Error())
+		return status, err
+	}
+	if len(recovered) > 0 {
+		log.Info("Restored what an earlier run left", "changes", len(recovered))
+	}
+
+	caps, err := host.Detect(fsys)
+	if err != nil {
+		err = fmt.Errorf("detecting capabilities: %w", err)
+		finish(v1alpha1.NodeRunFailed, err.Error())
+		return status, err
+	}
+	status.Capabilities = caps
+	if err := host.Validate(spec); err != nil {
+		finish(v1alpha1.NodeRunFailed, err.Error())
+		return status, err
+	}
+	reps := int(spec.RepetitionCount())
+	status.StepsTotal = int32(reps * len(spec.Variants))
+
+	r := &runner{
+		spec: spec, opts: opts, log: log, fsys: fsys, caps: caps, status: status,
+		ch: host.NewChanges(fsys, host.NewJournal(opts.StateDir, opts.RunID), log),
+	}
+	if opts.NoiseThreshold <= 0 {
+		r.opts.NoiseThreshold = DefaultNoiseThreshold(caps.CPUs)
+	}
+	if needsCgroups(spec) {
+		if r.cg, err = host.NewCgroups(fsys, caps); err != nil {
+			finish(v1alpha1.NodeRunUnsupported, err.Error())
+			return status, err
+		}
+	}
+
+	// Restore on every ending. A panic becomes an error after the restore.
+	defer func() {
+		if p := recover(); p != nil {
+			err = errors.Join(err, fmt.Errorf("panic: %v", p))
+			status.Phase = v1alpha1.NodeRunFailed
+			status.Message = err.Error()
+		}
+		rerr := r.ch.Restore()
+		status.Knobs = r.ch.Records()
+		status.Restored = rerr == nil && r.ch.AllRestored()
+		if rerr == nil {
+			rerr = r.ch.Journal.Remove()
+		}
+		if rerr != nil {
+			err = errors.Join(err, fmt.Errorf("restoring the node: %w", rerr))
+			status.Phase, status.Message = v1alpha1.NodeRunFailed, err.Error()
+		}
+		t := metav1.Now()
+		status.LastUpdateTime, status.CompletionTime = &t, &t
+		log.Info("Run ended", "phase", status.Phase, "restored", status.Restored)
+	}()
+
+	err = r.loop(ctx)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		status.Phase, status.Message = v1alpha1.NodeRunAborted, "aborted: "+context.Cause(ctx).Error()
+		err = fmt.Errorf("run aborted: %w", context.Cause(ctx))
+	case err != nil:
+		status.Phase, status.Message = v1alpha1.NodeRunFailed, err.Error()
+	case r.supported == 0:
+		status.Phase, status.Message = v1alpha1.NodeRunUnsupported, "every variant needs a knob this node lacks"
+	default:
+		status.Phase = v1alpha1.NodeRunCompleted
+		status.Message = fmt.Sprintf("%d windows measured", r.supported)
+	}
+	return status, err
+}
+
+func needsCgroups(spec *v1alpha1.SchedExperimentSpec) bool {
+	for i := range spec.Workload.Groups {
+		if spec.Workload.Groups[i].Session == "" {
+			return true
+		}
+	}
+	return false
+}

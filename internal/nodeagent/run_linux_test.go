@@ -1,0 +1,309 @@
+package nodeagent
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/schedlab/schedlab/api/v1alpha1"
+	"github.com/schedlab/schedlab/internal/nodeagent/host"
+	"github.com/schedlab/schedlab/internal/nodeagent/workload"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+func needRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: writes real knobs and cgroups")
+	}
+	caps, err := host.Detect(host.NewFS("/"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if caps.CgroupVersion == "" {
+		t.Skip("needs a cgroup hierarchy with the cpu controller")
+	}
+}
+
+// nodeState is what a run must leave as it found it.
+func nodeState(t *testing.T) string {
+	t.Helper()
+	fsys := host.NewFS("/")
+	caps, err := host.Detect(fsys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, k := range caps.Knobs {
+		fmt.Fprintf(&b, "%s=%s\n", k.Name, k.Value)
+	}
+	ents, _ := os.ReadDir(caps.CgroupCPUPath)
+	for _, e := range ents {
+		if e.IsDir() {
+			fmt.Fprintf(&b, "cgroup %s\n", e.Name())
+		}
+	}
+	return b.String()
+}
+
+func hog() *v1alpha1.Pattern { return &v1alpha1.Pattern{Type: v1alpha1.PatternHog} }
+
+func opts(t *testing.T, id string) Options {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Options{StateDir: t.TempDir(), RunID: fmt.Sprintf("%s-%d", id, os.Getpid()), WorkerBinary: exe}
+}
+
+func checkNoWorkers(t *testing.T, st *v1alpha1.NodeRunStatus) {
+	t.Helper()
+	for _, r := range st.Knobs {
+		if id, ok := strings.CutPrefix(r.Name, "workers "); ok {
+			left, err := workload.Survivors(id)
+			if err != nil || len(left) > 0 {
+				t.Errorf("workers of %s survive: %v %v", id, left, err)
+			}
+		}
+	}
+}
+
+// TestRunWeights100200400 runs three cgroups with weights 100, 200, 400 and
+// one hog each on this machine and compares the CPU each got with the fair
+// share. With 3 hogs on 2 CPUs no hog can use more than one CPU: the 400
+// group is capped at 1.0 and the other two split the second CPU 1:2, so
+// 0.33, 0.67, 1.0 (on a machine with other CPU counts the test computes
+// the water-filling answer the same way).
+func TestRunWeights100200400(t *testing.T) {
+	needRoot(t)
+	before := nodeState(t)
+	spec := &v1alpha1.SchedExperimentSpec{
+		Duration: metav1.Duration{Duration: 4 * time.Second},
+		Warmup:   &metav1.Duration{Duration: time.Second},
+		Variants: []v1alpha1.Variant{{Name: "base"}},
+		Workload: v1alpha1.Workload{Groups: []v1alpha1.Group{
+			{Name: "w100", CPUWeight: ptr(int32(100)), Pattern: hog()},
+			{Name: "w200", CPUWeight: ptr(int32(200)), Pattern: hog()},
+			{Name: "w400", CPUWeight: ptr(int32(400)), Pattern: hog()},
+		}},
+	}
+	o := opts(t, "weights")
+	o.NoiseThreshold = 0.15
+	st, err := Run(context.Background(), spec, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.Restored || st.Phase != v1alpha1.NodeRunCompleted {
+		t.Fatalf("phase %s restored %v: %s", st.Phase, st.Restored, st.Message)
+	}
+	if after := nodeState(t); after != before {
+		t.Errorf("node changed:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+	checkNoWorkers(t, st)
+	w := st.Windows[0]
+	want := fairShares(float64(st.Capabilities.CPUs), []float64{100, 200, 400})
+	tol := 0.05
+	for i, g := range w.Groups {
+		t.Logf("%s: cpu %.3f (want %.3f), share %.3f, noise %.3f CPUs, attempts %d", g.Name, g.Metrics.CPU, want[i], g.Metrics.Share, w.NoiseCPU, w.Attempts)
+	}
+	switch {
+	case w.NoiseCPU > 0.3:
+		t.Skipf("this machine is too busy to measure fairness: %.2f CPUs used by other processes during the window in every one of %d attempts", w.NoiseCPU, w.Attempts)
+	case w.Noisy:
+		tol = 0.1
+		t.Logf("the machine was noisy (%.2f CPUs not ours in every attempt): tolerance %.2f", w.NoiseCPU, tol)
+	}
+	for i, g := range w.Groups {
+		if d := g.Metrics.CPU - want[i]; d > tol || d < -tol {
+			t.Errorf("%s: cpu %.3f, want %.3f ± %.2f", g.Name, g.Metrics.CPU, want[i], tol)
+		}
+	}
+}
+
+// fairShares is weighted max-min fairness of single-task groups on cpus
+// CPUs: each gets at most one CPU, the rest is shared by weight.
+func fairShares(cpus float64, weights []float64) []float64 {
+	out := make([]float64, len(weights))
+	capped := make([]bool, len(weights))
+	left := cpus
+	for {
+		var sum float64
+		for i, w := range weights {
+			if !capped[i] {
+				sum += w
+			}
+		}
+		changed := false
+		for i, w := range weights {
+			if !capped[i] && left*w/sum > 1 {
+				capped[i], out[i], left, changed = true, 1, left-1, true
+			}
+		}
+		if !changed {
+			for i, w := range weights {
+				if !capped[i] {
+					out[i] = left * w / sum
+				}
+			}
+			return out
+		}
+	}
+}
+
+// TestRunAutogroupVariants runs two variants (autogroup flipped, and the
+// node's own setting) with a session group and a cgroup group, twice, and
+// checks the plan's order, the measurements and the restore.
+func TestRunAutogroupVariants(t *testing.T) {
+	needRoot(t)
+	before := nodeState(t)
+	spec := &v1alpha1.SchedExperimentSpec{
+		Duration:    metav1.Duration{Duration: 300 * time.Millisecond},
+		Warmup:      &metav1.Duration{Duration: 100 * time.Millisecond},
+		Repetitions: 2,
+		Variants: []v1alpha1.Variant{
+			{Name: "off", Knobs: v1alpha1.Knobs{Autogroup: v1alpha1.AutogroupDisabled}},
+			{Name: "on", Knobs: v1alpha1.Knobs{Autogroup: v1alpha1.AutogroupEnabled}},
+			{Name: "slice", Knobs: v1alpha1.Knobs{BaseSlice: &metav1.Duration{Duration: time.Millisecond}}},
+		},
+		Workload: v1alpha1.Workload{Groups: []v1alpha1.Group{
+			{Name: "batch", Tasks: ptr(int32(2)), Pattern: hog()},
+			{Name: "shell", Session: "s1", Pattern: &v1alpha1.Pattern{Type: v1alpha1.PatternLatencyProbe, Interval: &metav1.Duration{Duration: time.Millisecond}}},
+		}},
+	}
+	var progress []string
+	o := opts(t, "autogroup")
+	o.MaxAttempts = 1
+	o.Progress = func(done, total int, what string) { progress = append(progress, fmt.Sprintf("%d/%d %s", done, total, what)) }
+	st, err := Run(context.Background(), spec, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after := nodeState(t); after != before {
+		t.Errorf("node changed:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+	checkNoWorkers(t, st)
+	if !st.Restored || st.StepsDone != 6 || st.StepsTotal != 6 {
+		t.Errorf("restored %v, steps %d/%d", st.Restored, st.StepsDone, st.StepsTotal)
+	}
+	var order []string
+	for _, w := range st.Windows {
+		order = append(order, fmt.Sprintf("%s/%d", w.Variant, w.Repetition))
+		if w.Variant == "slice" {
+			if w.Unsupported == "" {
+				t.Logf("baseSlice is usable here; variant ran")
+			}
+			continue
+		}
+		if w.Unsupported != "" || len(w.Groups) != 2 {
+			t.Errorf("window %s/%d: %+v", w.Variant, w.Repetition, w)
+			continue
+		}
+		if w.Groups[1].Metrics.WakeupLatencyUs == nil || w.Groups[1].Metrics.WakeupLatencyUs.Count == 0 {
+			t.Errorf("window %s/%d: no latencies for the probe", w.Variant, w.Repetition)
+		}
+		if w.Groups[0].Metrics.CPU < 0.05 {
+			t.Errorf("window %s/%d: batch cpu %.2f", w.Variant, w.Repetition, w.Groups[0].Metrics.CPU)
+		}
+	}
+	if got := strings.Join(order, " "); got != "off/0 on/0 slice/0 off/1 on/1 slice/1" {
+		t.Errorf("order %s", got)
+	}
+	t.Logf("unsupported: %s", st.Windows[2].Unsupported)
+	t.Logf("progress: %s", strings.Join(progress, " | "))
+	var ag *v1alpha1.KnobRecord
+	for i := range st.Knobs {
+		if st.Knobs[i].Name == "autogroup" {
+			ag = &st.Knobs[i]
+		}
+	}
+	if ag == nil || !ag.OK || ag.Original != ag.Restored {
+		t.Errorf("autogroup record %+v", ag)
+	}
+}
+
+// TestRunBadInput: an invalid spec is refused with a clear error before
+// anything on the node is touched.
+func TestRunBadInput(t *testing.T) {
+	needRoot(t)
+	cases := []struct {
+		name   string
+		mutate func(*v1alpha1.SchedExperimentSpec)
+		want   string
+	}{
+		{"sysctl outside the allowlist", func(s *v1alpha1.SchedExperimentSpec) {
+			s.Variants[0].Knobs.Sysctls = map[string]string{"kernel.panic": "1"}
+		}, `sysctls "kernel.panic": not on the allowlist`},
+		{"too many tasks", func(s *v1alpha1.SchedExperimentSpec) {
+			s.Workload.Groups[0].Replicas, s.Workload.Groups[0].Tasks = 2, ptr(int32(300))
+		}, "600 tasks in all (replicas × tasks over the groups); at most 512"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			before := nodeState(t)
+			spec := &v1alpha1.SchedExperimentSpec{
+				Duration: metav1.Duration{Duration: time.Second},
+				Variants: []v1alpha1.Variant{{Name: "a", Knobs: v1alpha1.Knobs{Autogroup: v1alpha1.AutogroupDisabled}}},
+				Workload: v1alpha1.Workload{Groups: []v1alpha1.Group{{Name: "g", Pattern: hog()}}},
+			}
+			tc.mutate(spec)
+			o := opts(t, "bad")
+			st, err := Run(context.Background(), spec, o)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "nothing was changed") {
+				t.Fatalf("Run = %v, want an error saying %q", err, tc.want)
+			}
+			if st.Phase != v1alpha1.NodeRunFailed || len(st.Knobs) != 0 {
+				t.Errorf("status %+v", st)
+			}
+			if after := nodeState(t); after != before {
+				t.Errorf("node changed")
+			}
+			if _, err := os.Stat(o.StateDir + "/" + host.JournalFile); err == nil {
+				t.Error("a journal was written")
+			}
+		})
+	}
+}
+
+// TestRunCancelRestores cancels a run in the middle of its window (as
+// SIGTERM does) and checks the node is restored.
+func TestRunCancelRestores(t *testing.T) {
+	needRoot(t)
+	before := nodeState(t)
+	spec := &v1alpha1.SchedExperimentSpec{
+		Duration: metav1.Duration{Duration: 10 * time.Second},
+		Warmup:   &metav1.Duration{Duration: 100 * time.Millisecond},
+		Variants: []v1alpha1.Variant{{Name: "off", Knobs: v1alpha1.Knobs{Autogroup: v1alpha1.AutogroupDisabled}}},
+		Workload: v1alpha1.Workload{Groups: []v1alpha1.Group{{Name: "g", Tasks: ptr(int32(2)), Pattern: hog()}, {Name: "s", Session: "x", Pattern: hog()}}},
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 700*time.Millisecond)
+	defer cancel()
+	st, err := Run(ctx, spec, opts(t, "cancel"))
+	if err == nil || st.Phase != v1alpha1.NodeRunAborted || !st.Restored {
+		t.Fatalf("Run = %v, phase %s, restored %v", err, st.Phase, st.Restored)
+	}
+	if after := nodeState(t); after != before {
+		t.Errorf("node changed:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+	checkNoWorkers(t, st)
+}
+
+func TestRunLockNamesHolder(t *testing.T) {
+	o := opts(t, "holder")
+	l, err := host.AcquireLock(o.StateDir, "the-first-run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	spec := &v1alpha1.SchedExperimentSpec{Duration: metav1.Duration{Duration: time.Second}, Variants: []v1alpha1.Variant{{Name: "a"}},
+		Workload: v1alpha1.Workload{Groups: []v1alpha1.Group{{Name: "g", Pattern: hog()}}}}
+	_, err = Run(context.Background(), spec, o)
+	if err == nil || !strings.Contains(err.Error(), `run "the-first-run" (pid `) {
+		t.Fatalf("Run = %v, want busy naming the-first-run", err)
+	}
+}

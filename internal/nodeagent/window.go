@@ -1,0 +1,309 @@
+package nodeagent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/procfs"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/schedlab/schedlab/api/v1alpha1"
+	"github.com/schedlab/schedlab/internal/nodeagent/host"
+	"github.com/schedlab/schedlab/internal/nodeagent/workload"
+)
+
+// runner is one run's state.
+type runner struct {
+	spec   *v1alpha1.SchedExperimentSpec
+	opts   Options
+	log    logr.Logger
+	fsys   host.FS
+	caps   *v1alpha1.NodeCapabilities
+	cg     *host.Cgroups
+	ch     *host.Changes
+	status *v1alpha1.NodeRunStatus
+
+	windows   int // windows started, for worker run ids
+	supported int // windows measured
+}
+
+// loop runs every repetition of every variant, interleaved A B A B.
+func (r *runner) loop(ctx context.Context) error {
+	reps := int(r.spec.RepetitionCount())
+	total := int(r.status.StepsTotal)
+	for rep := 0; rep < reps; rep++ {
+		for vi := range r.spec.Variants {
+			v := &r.spec.Variants[vi]
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			what := fmt.Sprintf("repetition %d/%d, variant %s", rep+1, reps, v.Name)
+			r.progress(what)
+			res := v1alpha1.WindowResult{Variant: v.Name, Repetition: int32(rep)}
+			settings, err := host.Plan(r.caps, &v.Knobs)
+			var ue *host.UnsupportedError
+			switch {
+			case errors.As(err, &ue):
+				res.Unsupported = ue.Reason
+				r.log.Info("Variant unsupported on this node", "variant", v.Name, "reason", ue.Reason)
+			case err != nil:
+				return fmt.Errorf("variant %s: %w", v.Name, err)
+			default:
+				if err := r.measure(ctx, v, rep, settings, &res); err != nil {
+					if !errors.As(err, &ue) {
+						return fmt.Errorf("%s: %w", what, err)
+					}
+					res.Unsupported = ue.Reason
+				} else {
+					r.supported++
+				}
+			}
+			r.status.Windows = append(r.status.Windows, res)
+			r.status.StepsDone++
+			t := metav1.Now()
+			r.status.LastUpdateTime = &t
+			if r.opts.Progress != nil {
+				r.opts.Progress(int(r.status.StepsDone), total, what+" done")
+			}
+		}
+	}
+	return nil
+}
+
+func (r *runner) progress(what string) {
+	if r.opts.Progress != nil {
+		r.opts.Progress(int(r.status.StepsDone), int(r.status.StepsTotal), what)
+	}
+}
+
+// measure runs one variant's window, re-running it while it is noisy, up to
+// MaxAttempts.
+func (r *runner) measure(ctx context.Context, v *v1alpha1.Variant, rep int, settings []host.Setting, res *v1alpha1.WindowResult) error {
+	for attempt := 1; attempt <= r.opts.MaxAttempts; attempt++ {
+		groups, noise, err := r.window(ctx, settings, rep)
+		if err != nil {
+			return err
+		}
+		res.Attempts = int32(attempt)
+		res.Groups, res.NoiseCPU = groups, noise
+		res.Noisy = noise > r.opts.NoiseThreshold
+		if !res.Noisy {
+			return nil
+		}
+		r.log.Info("Noisy window", "variant", v.Name, "repetition", rep, "attempt", attempt, "noiseCPU", noise, "threshold", r.opts.NoiseThreshold)
+	}
+	return nil
+}
+
+// window applies the knobs, creates the cgroups, starts the workload, waits
+// for the warmup, measures one window and puts everything back, whatever
+// happens.
+func (r *runner) window(ctx context.Context, settings []host.Setting, rep int) (groups []v1alpha1.GroupMeasurement, noise float64, err error) {
+	defer func() {
+		if rerr := r.ch.Restore(); rerr != nil {
+			err = errors.Join(err, fmt.Errorf("restoring after the window: %w", rerr))
+		}
+	}()
+	if err := r.ch.Apply(settings); err != nil {
+		return nil, 0, err
+	}
+	var replicas []host.Replica
+	if r.cg != nil {
+		if replicas, err = r.cg.Create(r.ch, r.opts.RunID, r.spec.Workload.Groups); err != nil {
+			return nil, 0, err
+		}
+	}
+	r.windows++
+	wid := fmt.Sprintf("%s.%d", r.opts.RunID, r.windows)
+	if err := r.ch.NoteWorkers(wid); err != nil {
+		return nil, 0, err
+	}
+	wspec := workload.Spec{Tasks: tasks(r.spec, replicas, rep), WorkerBinary: r.opts.WorkerBinary, RunID: wid}
+	if r.cg != nil {
+		wspec.RootProcs = r.cg.RootProcs()
+	}
+	set, err := workload.Start(ctx, wspec)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer func() {
+		if serr := set.Stop(); serr != nil {
+			err = errors.Join(err, serr)
+		}
+	}()
+	warm := time.Second
+	if r.spec.Warmup != nil {
+		warm = r.spec.Warmup.Duration
+	}
+	if err := sleep(ctx, warm); err != nil {
+		return nil, 0, err
+	}
+
+	before, err := r.sample(replicas)
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := set.Begin(); err != nil {
+		return nil, 0, err
+	}
+	if err := sleep(ctx, r.spec.Duration.Duration); err != nil {
+		return nil, 0, err
+	}
+	win, err := set.End()
+	if err != nil {
+		return nil, 0, err
+	}
+	after, err := r.sample(replicas)
+	if err != nil {
+		return nil, 0, err
+	}
+	groups, noise = r.metrics(win, replicas, before, after)
+	return groups, noise, nil
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// sample is the node's busy CPU time and each replica's own cgroup CPU time
+// at one instant.
+type sample struct {
+	busy  time.Duration
+	at    time.Time
+	usage map[string]time.Duration // replica dir → own CPU time (without child replicas)
+}
+
+func (r *runner) sample(replicas []host.Replica) (sample, error) {
+	s := sample{usage: map[string]time.Duration{}, at: time.Now()}
+	pfs, err := procfs.NewFS(r.fsys.Abs("/proc"))
+	if err != nil {
+		return s, err
+	}
+	st, err := pfs.Stat()
+	if err != nil {
+		return s, fmt.Errorf("reading /proc/stat: %w", err)
+	}
+	c := st.CPUTotal
+	busy := c.User + c.Nice + c.System + c.IRQ + c.SoftIRQ + c.Steal
+	s.busy = time.Duration(busy * float64(time.Second))
+	for _, rep := range replicas {
+		u, _, err := r.cg.Usage(rep.Dir)
+		if err != nil {
+			return s, err
+		}
+		for _, child := range rep.Children {
+			cu, _, err := r.cg.Usage(child)
+			if err != nil {
+				return s, err
+			}
+			u -= cu
+		}
+		s.usage[rep.Dir] = u
+	}
+	return s, nil
+}
+
+// metrics turns a window into per-group metrics: group CPU from cgroup
+// accounting where the group has cgroups, from the tasks' schedstat sums for
+// session groups; the rest from the workload's per-task statistics. noise is
+// the CPUs used by everything else over the window.
+func (r *runner) metrics(win *workload.Window, replicas []host.Replica, before, after sample) ([]v1alpha1.GroupMeasurement, float64) {
+	secs := win.Duration.Seconds()
+	cgroupCPU := map[string]float64{}
+	hasCgroup := map[string]bool{}
+	for _, rep := range replicas {
+		hasCgroup[rep.Group] = true
+		cgroupCPU[rep.Group] += (after.usage[rep.Dir] - before.usage[rep.Dir]).Seconds() / secs
+	}
+	var out []v1alpha1.GroupMeasurement
+	var total, tasksCPU float64
+	for _, t := range win.Tasks {
+		tasksCPU += float64(t.CPUNs) / 1e9 / secs
+	}
+	for i := range r.spec.Workload.Groups {
+		g := &r.spec.Workload.Groups[i]
+		n := int(g.ReplicaCount()) * int(g.TaskCount())
+		if n == 0 {
+			continue
+		}
+		m := workload.GroupMetrics(win, g.Name)
+		if hasCgroup[g.Name] {
+			m.CPU = cgroupCPU[g.Name]
+			m.CPUPerTask = m.CPU / float64(n)
+		}
+		total += m.CPU
+		out = append(out, v1alpha1.GroupMeasurement{Name: g.Name, Metrics: m})
+	}
+	if total > 0 {
+		for i := range out {
+			out[i].Metrics.Share = out[i].Metrics.CPU / total
+		}
+	}
+	wall := after.at.Sub(before.at).Seconds()
+	busy := (after.busy - before.busy).Seconds() / wall
+	noise := busy - tasksCPU*secs/wall
+	if noise < 0 {
+		noise = 0
+	}
+	return out, noise
+}
+
+// tasks lays the workload out as worker processes: every replica's tasks
+// join its cgroup; session groups' tasks run in their session.
+func tasks(spec *v1alpha1.SchedExperimentSpec, replicas []host.Replica, rep int) []workload.Task {
+	procs := map[string]string{}
+	for _, r := range replicas {
+		procs[fmt.Sprintf("%s/%d", r.Group, r.Index)] = r.Procs()
+	}
+	var seed uint64
+	if spec.Simulation != nil {
+		seed = uint64(spec.Simulation.Seed)
+	}
+	var out []workload.Task
+	for gi := range spec.Workload.Groups {
+		g := &spec.Workload.Groups[gi]
+		if g.Pattern == nil {
+			continue
+		}
+		var nice *int
+		if g.Nice != nil {
+			n := int(*g.Nice)
+			nice = &n
+		}
+		var slice int64
+		if g.Slice != nil {
+			slice = g.Slice.Nanoseconds()
+		}
+		for ri := 0; ri < int(g.ReplicaCount()); ri++ {
+			base := len(out)
+			for ti := 0; ti < int(g.TaskCount()); ti++ {
+				t := workload.Task{
+					Group: g.Name, Replica: ri, Index: ti,
+					Session: g.Session, Nice: nice, Policy: string(g.Policy), SliceNs: slice,
+					Pattern: *g.Pattern, Peer: -1,
+					// The same seeds in every variant of a repetition, so
+					// Burst tasks do the same work under each.
+					Seed: seed ^ uint64(rep)<<40 ^ uint64(len(out))*0x9e3779b97f4a7c15,
+				}
+				if g.Session == "" {
+					t.CgroupProcs = procs[fmt.Sprintf("%s/%d", g.Name, ri)]
+				}
+				if g.Pattern.Type == v1alpha1.PatternPingPong {
+					t.Peer = base + (ti ^ 1)
+				}
+				out = append(out, t)
+			}
+		}
+	}
+	return out
+}
