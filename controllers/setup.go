@@ -55,6 +55,12 @@ func SetupIndexes(ctx context.Context, mgr ctrl.Manager) error {
 
 // SetupWithManager registers the indexes and the controller.
 func (r *SchedExperimentReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
+	return r.SetupWithManagerAs(ctx, mgr, opts, r)
+}
+
+// SetupWithManagerAs registers the indexes and the controller with rec as
+// its reconciler: r, or a wrapper of r (tests count reconciles with one).
+func (r *SchedExperimentReconciler) SetupWithManagerAs(ctx context.Context, mgr ctrl.Manager, opts controller.Options, rec reconcile.Reconciler) error {
 	r.Config = r.Config.withDefaults()
 	if r.Client == nil {
 		r.Client = mgr.GetClient()
@@ -71,7 +77,7 @@ func (r *SchedExperimentReconciler) SetupWithManager(ctx context.Context, mgr ct
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.experimentsForNode), builder.WithPredicates(nodeChanged)).
 		WithOptions(opts).
 		Named("schedexperiment").
-		Complete(r)
+		Complete(rec)
 }
 
 var managedLease = predicate.NewPredicateFuncs(func(o client.Object) bool {
