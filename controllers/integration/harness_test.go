@@ -514,3 +514,12 @@ func argAfter(args []string, flag string) string {
 	}
 	return ""
 }
+
+func leaseFor(h *harness, node, holder string) *coordinationv1.Lease {
+	return &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: names.Lease(node),
+			Labels:      map[string]string{names.ManagedByLabel: names.ManagedByValue},
+			Annotations: map[string]string{v1alpha1.NodeLabel: node}},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(holder)},
+	}
+}

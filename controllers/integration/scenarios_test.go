@@ -1,0 +1,272 @@
+package integration_test
+
+import (
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/schedlab/schedlab/api/v1alpha1"
+	"github.com/schedlab/schedlab/controllers"
+	"github.com/schedlab/schedlab/controllers/agent"
+	"github.com/schedlab/schedlab/controllers/names"
+)
+
+// TestContention: two experiments want the same nodes; the second waits,
+// naming the holder, and runs once the first has completed and unlocked.
+func TestContention(t *testing.T) {
+	gate := make(chan struct{})
+	h := newHarness(t, harnessOptions{Runner: runners(gate)})
+	h.createNodes(nodeSpec{name: h.prefix + "-a"}, nodeSpec{name: h.prefix + "-b"})
+	first := h.createExperiment("first", h.experimentSpec())
+	h.waitCondition(first, v1alpha1.ConditionNodesLocked, metav1.ConditionTrue, v1alpha1.ReasonNodesLocked, 30*time.Second)
+	second := h.createExperiment("second", h.experimentSpec())
+	e := h.waitCondition(second, v1alpha1.ConditionNodesLocked, metav1.ConditionFalse, v1alpha1.ReasonWaitingForNodes, 30*time.Second)
+	msg := meta.FindStatusCondition(e.Status.Conditions, v1alpha1.ConditionNodesLocked).Message
+	if !strings.Contains(msg, "held by experiment "+first) {
+		t.Errorf("waiting message %q does not name the holder %s", msg, first)
+	}
+	if _, ok := h.daemonSet(second); ok || len(h.nodeRuns(second)) != 0 {
+		t.Errorf("a waiting experiment has a DaemonSet or NodeRuns")
+	}
+	for _, l := range h.leases() {
+		if !strings.HasPrefix(*l.Spec.HolderIdentity, first+"/") {
+			t.Errorf("lease %s held by %s, want %s", l.Name, *l.Spec.HolderIdentity, first)
+		}
+	}
+	close(gate) // the first experiment's nodes finish
+	h.waitCondition(first, v1alpha1.ConditionCompleted, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, 30*time.Second)
+	h.waitCondition(second, v1alpha1.ConditionCompleted, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, 60*time.Second)
+	h.eventually(10*time.Second, "all locks released", func() (bool, string) { return len(h.leases()) == 0, fmt.Sprint(len(h.leases()), " leases") })
+}
+
+// TestStaleLockReclaimed: a Lease whose holder experiment no longer exists
+// is taken over.
+func TestStaleLockReclaimed(t *testing.T) {
+	h := newHarness(t, harnessOptions{Runner: runners(nil)})
+	node := h.prefix + "-a"
+	h.createNodes(nodeSpec{name: node})
+	holder := names.LeaseHolder(h.prefix+"-gone", "00000000-dead")
+	l := leaseFor(h, node, holder)
+	if err := k8s.Create(h.ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	name := h.createExperiment("exp", h.experimentSpec())
+	h.waitCondition(name, v1alpha1.ConditionCompleted, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, 60*time.Second)
+}
+
+// TestDeletionMidRun: deleting a running experiment removes the DaemonSet;
+// the agents (SIGTERM) restore and report; only then are the locks released
+// and the finalizer dropped.
+func TestDeletionMidRun(t *testing.T) {
+	gate := make(chan struct{})
+	defer close(gate)
+	h := newHarness(t, harnessOptions{Runner: runners(gate)})
+	h.createNodes(nodeSpec{name: h.prefix + "-a"}, nodeSpec{name: h.prefix + "-b"})
+	name := h.createExperiment("exp", h.experimentSpec())
+	h.eventually(30*time.Second, "both agents running", func() (bool, string) {
+		runs := h.nodeRuns(name)
+		n := 0
+		for _, r := range runs {
+			if r.Status.Phase == v1alpha1.NodeRunRunning && r.Status.StartTime != nil {
+				n++
+			}
+		}
+		return n == 2, fmt.Sprintf("%d running", n)
+	})
+	if err := k8s.Delete(h.ctx, h.get(name)); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually(30*time.Second, "experiment gone", func() (bool, string) {
+		err := k8s.Get(h.ctx, client.ObjectKey{Name: name}, &v1alpha1.SchedExperiment{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+	// It went only after every node reported its restore.
+	for _, nr := range h.nodeRuns(name) { // no garbage collector in envtest: the NodeRuns stay
+		if !nr.Status.Restored || nr.Status.Phase != v1alpha1.NodeRunAborted {
+			t.Errorf("NodeRun %s: phase %s restored %v, want Aborted and restored", nr.Name, nr.Status.Phase, nr.Status.Restored)
+		}
+	}
+	if n := len(h.leases()); n != 0 {
+		t.Errorf("%d leases left", n)
+	}
+	if _, ok := h.daemonSet(name); ok {
+		t.Errorf("DaemonSet left")
+	}
+}
+
+// TestDeletionWaitsForRestoreUntilForced: a node whose agent cannot restore
+// holds the deletion (finalizer) until the force-cleanup annotation.
+func TestDeletionWaitsForRestoreUntilForced(t *testing.T) {
+	gate := make(chan struct{})
+	defer close(gate)
+	h := newHarness(t, harnessOptions{Runner: func(_, node string) agent.Runner {
+		return &scriptedRunner{node: node, cpus: 4, gate: gate, restoreFails: strings.HasSuffix(node, "-b")}
+	}})
+	h.createNodes(nodeSpec{name: h.prefix + "-a"}, nodeSpec{name: h.prefix + "-b"})
+	name := h.createExperiment("exp", h.experimentSpec())
+	h.waitCondition(name, v1alpha1.ConditionRunning, metav1.ConditionTrue, v1alpha1.ReasonRunning, 30*time.Second)
+	h.eventually(30*time.Second, "agents started", func() (bool, string) {
+		n := 0
+		for _, r := range h.nodeRuns(name) {
+			if r.Status.StartTime != nil {
+				n++
+			}
+		}
+		return n == 2, ""
+	})
+	if err := k8s.Delete(h.ctx, h.get(name)); err != nil {
+		t.Fatal(err)
+	}
+	e := h.waitCondition(name, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonDeleting, 30*time.Second)
+	h.eventually(30*time.Second, "waiting for node b only", func() (bool, string) {
+		e = h.get(name)
+		msg := meta.FindStatusCondition(e.Status.Conditions, v1alpha1.ConditionReady).Message
+		return strings.Contains(msg, "waiting for 1 nodes") && strings.Contains(msg, h.prefix+"-b"), msg
+	})
+	if len(h.leases()) != 2 {
+		t.Errorf("locks released before the restore was reported")
+	}
+	patch := []byte(`{"metadata":{"annotations":{"` + v1alpha1.ForceCleanupAnnotation + `":"true"}}}`)
+	if err := k8s.Patch(h.ctx, e, client.RawPatch("application/merge-patch+json", patch)); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually(30*time.Second, "experiment gone after force-cleanup", func() (bool, string) {
+		err := k8s.Get(h.ctx, client.ObjectKey{Name: name}, &v1alpha1.SchedExperiment{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+	if n := len(h.leases()); n != 0 {
+		t.Errorf("%d leases left", n)
+	}
+}
+
+// TestSpecChangeMidRun: a new generation aborts the run (the agents restore),
+// then runs again; the results name the new generation.
+func TestSpecChangeMidRun(t *testing.T) {
+	gate := make(chan struct{})
+	defer close(gate)
+	var gated atomic.Bool
+	gated.Store(true)
+	h := newHarness(t, harnessOptions{Runner: func(_, node string) agent.Runner {
+		r := &scriptedRunner{node: node, cpus: 4}
+		if gated.Load() {
+			r.gate = gate
+		}
+		return r
+	}})
+	h.createNodes(nodeSpec{name: h.prefix + "-a"}, nodeSpec{name: h.prefix + "-b"})
+	name := h.createExperiment("exp", h.experimentSpec())
+	h.eventually(30*time.Second, "agents running generation 1", func() (bool, string) {
+		n := 0
+		for _, r := range h.nodeRuns(name) {
+			if r.Status.Phase == v1alpha1.NodeRunRunning && r.Status.ExperimentGeneration == 1 {
+				n++
+			}
+		}
+		return n == 2, ""
+	})
+	gated.Store(false) // the agents of the next DaemonSet run through
+	e := h.get(name)
+	e.Spec.Duration = metav1.Duration{Duration: 3 * time.Second}
+	if err := k8s.Update(h.ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	e = h.waitCondition(name, v1alpha1.ConditionCompleted, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, 60*time.Second)
+	if e.Generation != 2 || e.Status.ResultsGeneration != 2 || e.Status.ObservedGeneration != 2 {
+		t.Errorf("generation %d resultsGeneration %d observedGeneration %d, want 2", e.Generation, e.Status.ResultsGeneration, e.Status.ObservedGeneration)
+	}
+	for _, nr := range h.nodeRuns(name) {
+		if nr.Spec.ExperimentGeneration != 2 || nr.Status.ExperimentGeneration != 2 || nr.Status.Phase != v1alpha1.NodeRunCompleted {
+			t.Errorf("NodeRun %s: spec gen %d status gen %d phase %s", nr.Name, nr.Spec.ExperimentGeneration, nr.Status.ExperimentGeneration, nr.Status.Phase)
+		}
+	}
+	if got := h.kubelet.starts.Load(); got != 4 {
+		t.Errorf("%d agents started, want 4 (two per generation)", got)
+	}
+	if !eventReasons(h, name)[v1alpha1.ReasonSpecChanged] {
+		t.Errorf("no SpecChanged event")
+	}
+}
+
+// TestTimeout: a node that never reports is TimedOut at the deadline (fake
+// clock); the experiment completes Degraded with the others.
+func TestTimeout(t *testing.T) {
+	h := newHarness(t, harnessOptions{FakeClock: true, Runner: runners(nil)})
+	silent := h.prefix + "-b"
+	h.kubelet.kill(silent) // its agent never runs
+	h.createNodes(nodeSpec{name: h.prefix + "-a"}, nodeSpec{name: silent})
+	name := h.createExperiment("exp", h.experimentSpec())
+	h.eventually(30*time.Second, "node a done, b pending", func() (bool, string) {
+		e := h.get(name)
+		return e.Status.NodeProgress == "1/2", e.Status.NodeProgress
+	})
+	h.clock.Step(2 * time.Minute) // (1s+2s) × 2 variants × 2 repetitions + 1m margin = 1m12s
+	h.poke(name)
+	e := h.waitCondition(name, v1alpha1.ConditionCompleted, metav1.ConditionTrue, v1alpha1.ReasonNodesFailed, 30*time.Second)
+	if e.Status.Nodes[1].Phase != v1alpha1.NodeRunTimedOut || !strings.Contains(e.Status.Nodes[1].Message, "no result within 1m12s") {
+		t.Errorf("silent node %+v, want TimedOut", e.Status.Nodes[1])
+	}
+	d := meta.FindStatusCondition(e.Status.Conditions, v1alpha1.ConditionDegraded)
+	if d == nil || d.Status != metav1.ConditionTrue || !strings.Contains(d.Message, silent+": TimedOut") {
+		t.Errorf("Degraded %+v, want True naming %s", d, silent)
+	}
+	for _, r := range e.Status.Results {
+		if r.Measured == nil || r.Measured.N != 2 {
+			t.Errorf("row %s/%s measured %+v, want n=2 (one node × 2 repetitions)", r.Variant, r.Group, r.Measured)
+		}
+	}
+}
+
+// TestTimeoutBeforeDeadlineIsNot: stepping short of the deadline times
+// nothing out.
+func TestTimeoutBeforeDeadlineIsNot(t *testing.T) {
+	h := newHarness(t, harnessOptions{FakeClock: true, Runner: runners(nil)})
+	h.kubelet.kill(h.prefix + "-a")
+	h.createNodes(nodeSpec{name: h.prefix + "-a"})
+	name := h.createExperiment("exp", h.experimentSpec())
+	h.waitCondition(name, v1alpha1.ConditionRunning, metav1.ConditionTrue, v1alpha1.ReasonRunning, 30*time.Second)
+	h.clock.Step(70 * time.Second)
+	h.poke(name)
+	h.eventually(10*time.Second, "poke seen", func() (bool, string) {
+		return h.get(name).Status.ObservedGeneration == 1, ""
+	})
+	e := h.get(name)
+	if e.Status.Nodes[0].Phase == v1alpha1.NodeRunTimedOut {
+		t.Fatalf("timed out before the deadline: %+v", e.Status.Nodes[0])
+	}
+	h.clock.Step(3 * time.Second)
+	h.poke(name)
+	h.waitCondition(name, v1alpha1.ConditionFailed, metav1.ConditionTrue, v1alpha1.ReasonTimedOut, 30*time.Second)
+}
+
+// TestSimulate: no agents; predictions for each distinct node shape.
+func TestSimulate(t *testing.T) {
+	h := newHarness(t, harnessOptions{})
+	h.createNodes(nodeSpec{name: h.prefix + "-a", cpus: 4, kernel: "6.8.0"}, nodeSpec{name: h.prefix + "-b", cpus: 8, kernel: "5.15.0-100-generic"},
+		nodeSpec{name: h.prefix + "-c", cpus: 4, kernel: "6.9.1"})
+	spec := h.experimentSpec()
+	spec.Mode = v1alpha1.ModeSimulate
+	name := h.createExperiment("exp", spec)
+	e := h.waitCondition(name, v1alpha1.ConditionCompleted, metav1.ConditionTrue, v1alpha1.ReasonSimulated, 60*time.Second)
+	shapes := map[string]int{}
+	for _, r := range e.Status.Results {
+		shapes[r.Shape]++
+		if r.Predicted == nil || r.Measured != nil {
+			t.Errorf("row %+v: want predicted only", r)
+		}
+	}
+	if len(shapes) != 2 || shapes["4cpu-EEVDF"] != 4 || shapes["8cpu-CFS"] != 4 {
+		t.Errorf("rows per shape %v, want 4 for each of 4cpu-EEVDF and 8cpu-CFS", shapes)
+	}
+	if _, ok := h.daemonSet(name); ok || len(h.nodeRuns(name)) != 0 || len(h.leases()) != 0 {
+		t.Errorf("Simulate made a DaemonSet, NodeRuns or Leases")
+	}
+}
+
+var _ = controllers.Config{}
