@@ -179,7 +179,9 @@ func TestRunAutogroupVariants(t *testing.T) {
 	var progress []string
 	o := opts(t, "autogroup")
 	o.MaxAttempts = 1
-	o.Progress = func(done, total int, what string) { progress = append(progress, fmt.Sprintf("%d/%d %s", done, total, what)) }
+	o.Progress = func(done, total int, what string) {
+		progress = append(progress, fmt.Sprintf("%d/%d %s", done, total, what))
+	}
 	st, err := Run(context.Background(), spec, o)
 	if err != nil {
 		t.Fatal(err)

@@ -30,8 +30,8 @@ func TestDetectLayouts(t *testing.T) {
 			l:    layout{kernel: "6.12.3", cgroup: "v2", debugfs: true},
 			want: map[string]string{
 				KnobAutogroup: "erw", KnobBaseSlice: "erw", KnobPreempt: "erw", KnobFeatures: "erw", KnobNrMigrate: "erw",
-				KnobLatency: "not in kernel 6.12: EEVDF (6.6+) replaced latency_ns; use baseSlice",
-				"sysctls.kernel.numa_balancing": "erw",
+				KnobLatency:                         "not in kernel 6.12: EEVDF (6.6+) replaced latency_ns; use baseSlice",
+				"sysctls.kernel.numa_balancing":     "erw",
 				"sysctls.kernel.sched_energy_aware": "not in this kernel (no /proc/sys/kernel/sched_energy_aware)",
 			},
 			cg:   [2]string{CgroupV2, "/sys/fs/cgroup"},
@@ -163,12 +163,12 @@ func TestApplyRestoreLayouts(t *testing.T) {
 				Sysctls:        map[string]string{"kernel.sched_rr_timeslice_ms": "30"},
 			}
 			wantSet := map[string]string{
-				autogroupPath:                        "0",
-				debugSchedDir + "/migration_cost_ns": "100000",
-				debugSchedDir + "/nr_migrate":        "8",
-				debugSchedDir + "/tunable_scaling":   "0",
-				preemptPath:                          "none (voluntary) full lazy",
-				featuresPath:                         "NO_PLACE_LAG PLACE_DEADLINE_INITIAL RUN_TO_PARITY NEXT_BUDDY WAKEUP_PREEMPTION",
+				autogroupPath:                            "0",
+				debugSchedDir + "/migration_cost_ns":     "100000",
+				debugSchedDir + "/nr_migrate":            "8",
+				debugSchedDir + "/tunable_scaling":       "0",
+				preemptPath:                              "none (voluntary) full lazy",
+				featuresPath:                             "NO_PLACE_LAG PLACE_DEADLINE_INITIAL RUN_TO_PARITY NEXT_BUDDY WAKEUP_PREEMPTION",
 				"/proc/sys/kernel/sched_rr_timeslice_ms": "30",
 			}
 			if l.kernel == "6.12.3" {

@@ -94,6 +94,8 @@ type Set struct {
 	stopped bool
 	stopErr error
 	unhook  func() bool
+	connMu  sync.Mutex
+	conns   []net.Conn // every control socket, for aborting a Start
 }
 
 // RunID is the value of SCHEDLAB_WORKER in every worker's environment.
@@ -146,7 +148,20 @@ func Start(ctx context.Context, spec Spec) (*Set, error) {
 	if s.fs, err = procfs.NewFS("/proc"); err != nil {
 		return nil, fmt.Errorf("opening /proc: %w", err)
 	}
-	if err := s.start(ctx, cfgs); err != nil {
+	// Cancelling ctx while starting cuts every control socket's wait short.
+	abort := context.AfterFunc(ctx, func() {
+		s.connMu.Lock()
+		defer s.connMu.Unlock()
+		for _, c := range s.conns {
+			_ = c.SetDeadline(time.Now())
+		}
+	})
+	err = s.start(ctx, cfgs)
+	abort()
+	if err == nil {
+		err = ctx.Err()
+	}
+	if err != nil {
 		if serr := s.Stop(); serr != nil {
 			err = errors.Join(err, serr)
 		}
@@ -226,6 +241,12 @@ func (s *Set) start(ctx context.Context, cfgs []workerConfig) error {
 		if err != nil {
 			unix.Close(fds[1])
 			return nil, nil, fmt.Errorf("workload: control socket: %w", err)
+		}
+		s.connMu.Lock()
+		s.conns = append(s.conns, conn)
+		s.connMu.Unlock()
+		if ctx.Err() != nil {
+			_ = conn.SetDeadline(time.Now())
 		}
 		p := &proc{task: i, conn: conn, enc: json.NewEncoder(conn), dec: json.NewDecoder(conn)}
 		out := []*os.File{keep(os.NewFile(uintptr(fds[1]), "control-child"))}
@@ -413,7 +434,7 @@ func (s *Set) Begin() error {
 			return fmt.Errorf("workload: begin: %w", err)
 		}
 	}
-	s.began = time.Now()
+	t0 := time.Now()
 	for _, p := range s.tasks {
 		c, err := readCounters(s.fs, p.pid, p.tid)
 		if err != nil {
@@ -421,6 +442,10 @@ func (s *Set) Begin() error {
 		}
 		p.base = c
 	}
+	// Reading many workers' counters takes a while on a loaded machine; End
+	// reads them in the same order, so the window runs from the middle of
+	// one reading to the middle of the other.
+	s.began = t0.Add(time.Since(t0) / 2)
 	s.open = true
 	return nil
 }
@@ -438,6 +463,7 @@ func (s *Set) End() (*Window, error) {
 	}
 	s.open = false
 	w := &Window{Tasks: make([]TaskStats, len(s.tasks))}
+	t0 := time.Now()
 	for i, p := range s.tasks {
 		c, err := readCounters(s.fs, p.pid, p.tid)
 		if err != nil {
@@ -448,7 +474,7 @@ func (s *Set) End() (*Window, error) {
 		w.Tasks[i] = TaskStats{Group: t.Group, Replica: t.Replica, Index: t.Index, PID: p.pid, Pattern: t.Pattern.Type,
 			CPUNs: d.cpuNs, RunDelayNs: d.runDelayNs, Voluntary: d.voluntary, Involuntary: d.involuntary}
 	}
-	w.Duration = time.Since(s.began)
+	w.Duration = t0.Add(time.Since(t0) / 2).Sub(s.began)
 	for _, p := range s.tasks {
 		if err := p.send(msg{T: msgEnd}); err != nil {
 			return nil, fmt.Errorf("workload: end: %w", err)

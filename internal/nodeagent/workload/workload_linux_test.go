@@ -104,7 +104,7 @@ func window(t *testing.T, s *Set, warmup, length time.Duration, tries int) (*Win
 		noise float64
 	)
 	for try := 1; try <= tries; try++ {
-		b0 := cpuBusy(t)
+		b0, t0 := cpuBusy(t), time.Now()
 		if err := s.Begin(); err != nil {
 			t.Fatalf("Begin: %v", err)
 		}
@@ -113,12 +113,13 @@ func window(t *testing.T, s *Set, warmup, length time.Duration, tries int) (*Win
 		if w, err = s.End(); err != nil {
 			t.Fatalf("End: %v", err)
 		}
-		b1 := cpuBusy(t)
+		b1, wall := cpuBusy(t), time.Since(t0)
 		var ours int64
 		for _, ts := range w.Tasks {
 			ours += ts.CPUNs
 		}
-		noise = (b1-b0)/w.Duration.Seconds() - float64(ours)/1e9/w.Duration.Seconds()
+		// Begin and End take a little while around the window itself.
+		noise = (b1-b0)/wall.Seconds() - float64(ours)/1e9/w.Duration.Seconds()
 		if noise < quietNoise {
 			return w, noise
 		}
@@ -640,5 +641,43 @@ func TestParentDeathKillsWorkers(t *testing.T) {
 			t.Fatalf("processes of the dead parent's run survive: %v", left)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestStartCancelledLeavesNothing(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	spec := Spec{WorkerBinary: selfBinary(t), RunID: fmt.Sprintf("cancel-%d", os.Getpid()), Tasks: []Task{task("h", v1alpha1.Pattern{Type: v1alpha1.PatternHog})}}
+	if _, err := Start(ctx, spec); err == nil || !strings.Contains(err.Error(), "context canceled") {
+		t.Fatalf("Start with a cancelled context: %v", err)
+	}
+	if left, _ := Survivors(spec.RunID); len(left) > 0 {
+		t.Errorf("a cancelled Start left workers %v", left)
+	}
+}
+
+func TestManyTasks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts 128 processes")
+	}
+	// 128 probes and hogs in one Set: start, one window, stop.
+	var spec Spec
+	for i := range 128 {
+		p := v1alpha1.Pattern{Type: v1alpha1.PatternLatencyProbe, Interval: dur(10 * time.Millisecond)}
+		if i%8 == 0 {
+			p = v1alpha1.Pattern{Type: v1alpha1.PatternHog}
+		}
+		spec.Tasks = append(spec.Tasks, Task{Group: string(p.Type), Index: i, Pattern: p, Peer: -1})
+	}
+	t0 := time.Now()
+	s := startSet(t, spec)
+	t.Logf("started 128 workers in %v", time.Since(t0))
+	t0 = time.Now()
+	w, _ := window(t, s, 100*time.Millisecond, time.Second, 1)
+	t.Logf("warmup, Begin, 1s window and End took %v", time.Since(t0))
+	m := GroupMetrics(w, "LatencyProbe")
+	t.Logf("112 probes at 10ms next to 16 hogs: %+v, hogs %.2f CPUs", *m.WakeupLatencyUs, GroupMetrics(w, "Hog").CPU)
+	if want := 112 * w.Duration.Seconds() / 0.010; float64(m.WakeupLatencyUs.Count) < 0.8*want {
+		t.Errorf("%d probe samples, want ≈%.0f", m.WakeupLatencyUs.Count, want)
 	}
 }

@@ -1,0 +1,287 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
+	"golang.org/x/term"
+
+	"github.com/schedlab/schedlab/api/v1alpha1"
+	"github.com/schedlab/schedlab/internal/experiment"
+	"github.com/schedlab/schedlab/internal/nodeagent"
+	"github.com/schedlab/schedlab/internal/nodeagent/host"
+)
+
+func init() {
+	register(command{name: "run", summary: "run an experiment on this machine and compare with the simulator", run: runRun})
+}
+
+type runFlags struct {
+	file, out, report, stateDir, runID string
+	restoreOnly, verbose               bool
+}
+
+func runRun(args []string) int {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	var f runFlags
+	fs.StringVar(&f.file, "f", "", "SchedExperiment manifest (YAML or JSON; - for stdin)")
+	fs.StringVar(&f.out, "o", "table", "output: table or json")
+	fs.StringVar(&f.report, "report", "", "directory to write report.json (and a chart) into")
+	fs.StringVar(&f.stateDir, "state-dir", nodeagent.DefaultStateDir, "directory of the journal and the lock")
+	fs.StringVar(&f.runID, "run-id", "", "run id: names the cgroups schedlab/<id>/… (default local-<time>)")
+	fs.BoolVar(&f.restoreOnly, "restore-only", false, "only restore what an earlier run left in --state-dir's journal, then exit")
+	fs.BoolVar(&f.verbose, "v", false, "log what the agent does (stderr)")
+	fs.Usage = func() {
+		fmt.Fprintln(os.Stderr, "Usage: schedlab run -f EXPERIMENT.yaml [-o table|json] [--report DIR] [--state-dir DIR]\n       schedlab run --restore-only [--state-dir DIR]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "schedlab run: unexpected arguments %q\n", fs.Args())
+		return 2
+	}
+	log := logr.Discard()
+	if f.verbose {
+		log = funcr.New(func(prefix, args string) { fmt.Fprintln(os.Stderr, prefix, args) }, funcr.Options{Verbosity: 1})
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Stdout, os.Stderr, &f, log); err != nil {
+		fmt.Fprintln(os.Stderr, "schedlab run:", err)
+		return 1
+	}
+	return 0
+}
+
+func run(ctx context.Context, stdout, stderr io.Writer, f *runFlags, log logr.Logger) error {
+	if f.runID == "" {
+		f.runID = fmt.Sprintf("local-%d", time.Now().Unix())
+	}
+	opts := nodeagent.Options{StateDir: f.stateDir, RunID: f.runID, Log: log}
+	if f.restoreOnly {
+		if os.Geteuid() != 0 {
+			return errors.New("restoring knobs and cgroups needs root: run it as root (sudo schedlab run --restore-only)")
+		}
+		recs, err := nodeagent.RestoreOnly(opts)
+		printRecords(stderr, recs)
+		if err == nil && recs == nil {
+			fmt.Fprintf(stderr, "nothing to restore: no journal in %s\n", f.stateDir)
+		}
+		return err
+	}
+	if f.file == "" {
+		return errors.New("-f is required: name the SchedExperiment manifest to run")
+	}
+	if f.out != "table" && f.out != "json" {
+		return fmt.Errorf("-o %q: use table or json", f.out)
+	}
+	exp, err := experiment.Load(f.file)
+	if err != nil {
+		return err
+	}
+	spec := &exp.Spec
+	if err := host.Validate(spec); err != nil {
+		return err
+	}
+	if os.Geteuid() != 0 {
+		return unprivileged(stdout, stderr, exp, f)
+	}
+
+	var bar *progressBar
+	if fd, ok := stderr.(*os.File); ok && term.IsTerminal(int(fd.Fd())) {
+		bar = &progressBar{w: stderr, start: time.Now()}
+		opts.Progress = bar.update
+		defer bar.finish()
+	}
+	st, runErr := nodeagent.Run(ctx, spec, opts)
+	if bar != nil {
+		bar.finish()
+	}
+	if st.Capabilities == nil {
+		return runErr
+	}
+	caps := st.Capabilities
+	summarize(stderr, st)
+
+	hostname, _ := os.Hostname()
+	results := experiment.Aggregate(spec, []v1alpha1.NodeRun{{Spec: v1alpha1.NodeRunSpec{NodeName: hostname}, Status: *st}})
+	shape := localShapeFrom(caps)
+	predErr := ""
+	preds, perr := experiment.Predict(spec, []v1alpha1.NodeShape{shape}, experiment.PredictOptions{})
+	if perr != nil {
+		fmt.Fprintf(stderr, "warning: no predictions: %v\n", perr)
+	} else {
+		predErr = experiment.Compare(results, preds)
+	}
+	rep := experiment.MeasuredReport(spec, shape, caps, results, predErr)
+	if f.out == "json" {
+		if err := rep.WriteJSON(stdout); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(stdout, "%s: measured on %s (%s, kernel %s) next to the simulator's prediction for %s\n\n",
+			exp.Name, hostname, caps.Shape(), caps.KernelVersion, experiment.ShapeName(shape))
+		if err := rep.WriteTable(stdout); err != nil {
+			return err
+		}
+	}
+	if f.report != "" {
+		if err := writeReport(f.report, rep, st); err != nil {
+			return errors.Join(runErr, fmt.Errorf("--report: %w", err))
+		}
+		fmt.Fprintf(stderr, "report written to %s\n", f.report)
+	}
+	return runErr
+}
+
+// localShapeFrom is the simulator's view of this machine.
+func localShapeFrom(c *v1alpha1.NodeCapabilities) v1alpha1.NodeShape {
+	s := experiment.ShapeForKernel(c.CPUs, c.KernelVersion)
+	switch c.HZ {
+	case 100, 250, 300, 1000:
+		s.HZ = c.HZ
+	}
+	s.Preempt = c.Preempt
+	return s
+}
+
+// unprivileged runs what needs no root: capabilities and predictions.
+func unprivileged(stdout, stderr io.Writer, exp *v1alpha1.SchedExperiment, f *runFlags) error {
+	fmt.Fprintln(stderr, "schedlab run: not running as root, so no knob can be set and no cgroup created on this machine.\n"+
+		"Showing this machine's capabilities and the simulator's predictions only; run as root (sudo schedlab run -f …) to measure.")
+	caps, err := host.Detect(host.NewFS("/"))
+	if err != nil {
+		return err
+	}
+	shape := localShapeFrom(caps)
+	preds, err := experiment.Predict(&exp.Spec, []v1alpha1.NodeShape{shape}, experiment.PredictOptions{})
+	if err != nil {
+		return err
+	}
+	rep := experiment.SimulationReport(&exp.Spec, preds)
+	rep.Capabilities = caps
+	for vi := range exp.Spec.Variants {
+		if _, err := host.Plan(caps, &exp.Spec.Variants[vi].Knobs); err != nil {
+			fmt.Fprintf(stderr, "variant %s would be unsupported here: %v\n", exp.Spec.Variants[vi].Name, err)
+		}
+	}
+	if f.out == "json" {
+		if err := rep.WriteJSON(stdout); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(stdout, "%s: predicted by the simulator for this machine (%s); nothing measured\n\n", exp.Name, experiment.ShapeName(shape))
+		if err := rep.WriteTable(stdout); err != nil {
+			return err
+		}
+	}
+	return errors.New("not measured: needs root")
+}
+
+// summarize tells, on stderr, how the run went: noisy or unsupported
+// windows and the restore.
+func summarize(w io.Writer, st *v1alpha1.NodeRunStatus) {
+	for _, win := range st.Windows {
+		switch {
+		case win.Unsupported != "":
+			fmt.Fprintf(w, "variant %s, repetition %d: unsupported here: %s\n", win.Variant, win.Repetition, win.Unsupported)
+		case win.Noisy:
+			fmt.Fprintf(w, "variant %s, repetition %d: noisy (%.2f CPUs used by other processes, after %d attempts)\n", win.Variant, win.Repetition, win.NoiseCPU, win.Attempts)
+		}
+	}
+	bad := 0
+	for _, r := range st.Knobs {
+		if !r.OK {
+			bad++
+		}
+	}
+	switch {
+	case st.Restored:
+		fmt.Fprintf(w, "%s: %d windows; this machine is restored (%d changes undone and checked)\n", st.Phase, st.StepsDone, len(st.Knobs))
+	default:
+		fmt.Fprintf(w, "%s: this machine is NOT fully restored (%d of %d changes): %s\n", st.Phase, bad, len(st.Knobs), st.Message)
+		printRecords(w, st.Knobs)
+	}
+}
+
+func printRecords(w io.Writer, recs []v1alpha1.KnobRecord) {
+	for _, r := range recs {
+		ok := "ok"
+		if !r.OK {
+			ok = "NOT RESTORED"
+		}
+		fmt.Fprintf(w, "  %-50s original %-10q set %-10q now %-10q %s\n", r.Name, r.Original, r.Set, r.Restored, ok)
+	}
+}
+
+// progressBar draws "[=====>    ] 3/8 variant …" on one terminal line.
+type progressBar struct {
+	mu    sync.Mutex
+	w     io.Writer
+	start time.Time
+	done  bool
+	drawn bool
+}
+
+func (p *progressBar) update(done, total int, what string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.done || total <= 0 {
+		return
+	}
+	const width = 30
+	n := done * width / total
+	bar := strings.Repeat("=", n) + strings.Repeat(" ", width-n)
+	if n < width {
+		bar = bar[:n] + ">" + bar[n+1:]
+	}
+	line := fmt.Sprintf("[%s] %d/%d %s (%s)", bar, done, total, what, time.Since(p.start).Round(time.Second))
+	if len(line) > 100 {
+		line = line[:100]
+	}
+	fmt.Fprintf(p.w, "\r\033[K%s", line)
+	p.drawn = true
+}
+
+func (p *progressBar) finish() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.done && p.drawn {
+		fmt.Fprint(p.w, "\r\033[K")
+	}
+	p.done = true
+}
+
+// writeReport writes report.json (the printed JSON plus the node run) and a
+// chart of measured vs predicted CPU per variant and group.
+func writeReport(dir string, rep *experiment.Report, st *v1alpha1.NodeRunStatus) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	fh, err := os.Create(filepath.Join(dir, "report.json"))
+	if err != nil {
+		return err
+	}
+	if err := rep.WriteJSON(fh); err != nil {
+		fh.Close()
+		return err
+	}
+	if err := fh.Close(); err != nil {
+		return err
+	}
+	return writeChart(filepath.Join(dir, "cpu.png"), rep)
+}
