@@ -40,6 +40,17 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.warmup) || duration(self.warmup) <= duration('10m')",message="warmup must be at most 10m"
 // +kubebuilder:validation:XValidation:rule="(duration(self.duration).getSeconds() + (has(self.warmup) ? duration(self.warmup).getSeconds() : 1)) * size(self.variants) * self.repetitions <= 86400",message="(warmup + duration) × variants × repetitions must be at most 24h per node: shorten the duration or run fewer repetitions"
 // +kubebuilder:validation:XValidation:rule="!has(self.objectives) || self.objectives.all(o, self.workload.groups.exists(g, g.name == o.group))",message="every objective must name a group listed in workload.groups"
+// +kubebuilder:validation:XValidation:rule="!has(self.sweep) || self.mode == 'Simulate'",message="a sweep runs on the simulator only: set mode: Simulate"
+// +kubebuilder:validation:XValidation:rule="!has(self.constraints) || size(self.constraints) == 0 || has(self.sweep)",message="constraints are evaluated over spec.sweep: add a sweep"
+// +kubebuilder:validation:XValidation:rule="!has(self.constraints) || self.constraints.all(c, self.workload.groups.exists(g, g.name == c.group))",message="every constraint must name a group listed in workload.groups"
+// +kubebuilder:validation:XValidation:rule="!has(self.constraints) || self.constraints.all(c, !c.metric.startsWith('wakeupLatencyUs') || self.workload.groups.exists(g, g.name == c.group && has(g.pattern) && g.pattern.type != 'Hog'))",message="a wakeupLatencyUs constraint needs a group that sleeps and wakes (not a Hog)"
+// +kubebuilder:validation:XValidation:rule="!has(self.constraints) || self.constraints.all(c, c.metric != 'deadlineMissRatio' || self.workload.groups.exists(g, g.name == c.group && has(g.pattern) && g.pattern.type == 'Periodic'))",message="deadlineMissRatio applies to Periodic groups only"
+// +kubebuilder:validation:XValidation:rule="!has(self.sweep) || self.sweep.parameters.all(p, !has(p.group) || self.workload.groups.exists(g, g.name == p.group))",message="a sweep parameter's group must name a group listed in workload.groups"
+// +kubebuilder:validation:XValidation:rule="!has(self.sweep) || self.sweep.parameters.all(p, !has(p.variant) || self.variants.exists(v, v.name == p.variant))",message="a sweep parameter's variant must name a variant listed in variants"
+// +kubebuilder:validation:XValidation:rule="!has(self.sweep) || size(self.sweep.parameters) < 2 || !(self.sweep.parameters[0].target == self.sweep.parameters[1].target && has(self.sweep.parameters[0].group) == has(self.sweep.parameters[1].group) && (!has(self.sweep.parameters[0].group) || self.sweep.parameters[0].group == self.sweep.parameters[1].group) && has(self.sweep.parameters[0].variant) == has(self.sweep.parameters[1].variant) && (!has(self.sweep.parameters[0].variant) || self.sweep.parameters[0].variant == self.sweep.parameters[1].variant))",message="the two sweep parameters must change different things"
+// +kubebuilder:validation:XValidation:rule="!has(self.sweep) || (size(self.sweep.parameters) == 1 ? (has(self.sweep.parameters[0].values) ? size(self.sweep.parameters[0].values) : (self.sweep.parameters[0].range.to - self.sweep.parameters[0].range.from) / (has(self.sweep.parameters[0].range.step) ? self.sweep.parameters[0].range.step : 1) + 1) : (has(self.sweep.parameters[0].values) ? size(self.sweep.parameters[0].values) : (self.sweep.parameters[0].range.to - self.sweep.parameters[0].range.from) / (has(self.sweep.parameters[0].range.step) ? self.sweep.parameters[0].range.step : 1) + 1) * (has(self.sweep.parameters[1].values) ? size(self.sweep.parameters[1].values) : (self.sweep.parameters[1].range.to - self.sweep.parameters[1].range.from) / (has(self.sweep.parameters[1].range.step) ? self.sweep.parameters[1].range.step : 1) + 1)) * size(self.variants) <= 2000",message="the sweep has too many points: grid points × variants must be at most 2000 (widen the step or list fewer values)"
+// +kubebuilder:validation:XValidation:rule="!has(self.sweep) || self.sweep.parameters.all(p, !(p.target in ['Replicas', 'Tasks']) || !has(p.group) || self.workload.groups.map(g, g.name != p.group ? (has(g.replicas) ? g.replicas : 1) * (has(g.tasks) ? g.tasks : 1) : (p.target == 'Replicas' ? (has(p.values) ? p.values.max() : p.range.to) * (has(g.tasks) ? g.tasks : 1) : (has(g.replicas) ? g.replicas : 1) * (has(p.values) ? p.values.max() : p.range.to))).sum() <= 512)",message="at the sweep's largest value the workload would have more than 512 tasks (the sum of replicas × tasks over the groups): lower the sweep's upper bound"
+// +kubebuilder:validation:XValidation:rule="!has(self.sweep) || !has(self.sweep.answer) || self.sweep.answer != 'Best' || (has(self.objectives) && size(self.objectives) > 0)",message="sweep.answer Best picks by spec.objectives: add an objective, or use Largest or Smallest"
 type SchedExperimentSpec struct {
 	// mode is Measure (run on nodes, compare with predictions) or Simulate
 	// (predictions only, no agents).
@@ -102,6 +113,18 @@ type SchedExperimentSpec struct {
 	// simulation configures the predictions.
 	// +optional
 	Simulation *Simulation `json:"simulation,omitempty"`
+
+	// sweep varies one or two parameters over a grid and predicts every
+	// point (capacity planning). Simulate mode only.
+	// +optional
+	Sweep *Sweep `json:"sweep,omitempty"`
+
+	// constraints bound metrics at each point of the sweep; the answer is
+	// the largest (or best) point that meets them all.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=8
+	Constraints []Constraint `json:"constraints,omitempty"`
 }
 
 // Variant is one setting of the knobs.

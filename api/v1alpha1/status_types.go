@@ -167,6 +167,18 @@ type SchedExperimentStatus struct {
 	// completionTime of the current generation's run.
 	// +optional
 	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+
+	// sweep is the curve and the answer of spec.sweep.
+	// +optional
+	Sweep *SweepStatus `json:"sweep,omitempty"`
+
+	// calibration fitted per node shape from measurements and used by the
+	// predictions, with the prediction error before and after.
+	// +optional
+	// +listType=map
+	// +listMapKey=shape
+	// +kubebuilder:validation:MaxItems=64
+	Calibration []ShapeCalibration `json:"calibration,omitempty"`
 }
 
 // +kubebuilder:object:root=true
@@ -176,6 +188,7 @@ type SchedExperimentStatus struct {
 // +kubebuilder:printcolumn:name="Nodes",type=string,JSONPath=`.status.nodeProgress`,description="nodes done/total"
 // +kubebuilder:printcolumn:name="Best",type=string,JSONPath=`.status.bestVariant`
 // +kubebuilder:printcolumn:name="Pred-Error",type=string,JSONPath=`.status.predictionError`,description="mean relative error of predicted cpu"
+// +kubebuilder:printcolumn:name="Fleet-Answer",type=integer,JSONPath=`.status.sweep.fleet.total`,description="the sweep's answer summed over the fleet",priority=10
 // +kubebuilder:printcolumn:name="Completed",type=string,JSONPath=`.status.conditions[?(@.type=="Completed")].status`,priority=10
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=10
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

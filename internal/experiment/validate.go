@@ -122,6 +122,7 @@ func (v *validator) spec(s *v1alpha1.SchedExperimentSpec) {
 	if s.Simulation != nil {
 		v.simulation(s.Simulation)
 	}
+	v.sweep(s)
 }
 
 func (v *validator) knobs(f string, k *v1alpha1.Knobs) {

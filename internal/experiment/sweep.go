@@ -1,0 +1,403 @@
+package experiment
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"sort"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/schedlab/schedlab/api/v1alpha1"
+	"github.com/schedlab/schedlab/internal/simengine"
+)
+
+// DefaultSweepWindow is the simulated window of each point of a sweep when
+// no duration is given: a grid multiplies the cost of one prediction by its
+// points, and the steady-state metrics a capacity question bounds (cpu,
+// p99 wakeup latency, deadline misses) settle within a couple of seconds of
+// simulated time. The warmup is capped at DefaultSweepWarmup.
+const (
+	DefaultSweepWindow = 2 * time.Second
+	DefaultSweepWarmup = 500 * time.Millisecond
+)
+
+// SweepAxis is one parameter of a sweep with its values expanded, sorted.
+type SweepAxis struct {
+	// Name is how the parameter is shown: "web.replicas", "cpus",
+	// "baseSliceUs", "batch.baseSliceUs" (a knob of one variant).
+	Name   string
+	Param  v1alpha1.SweepParameter
+	Values []int64
+}
+
+// SweepAxes expands the sweep's parameters into their values (a range
+// from..to by step, or the listed values), sorted ascending.
+func SweepAxes(s *v1alpha1.Sweep) []SweepAxis {
+	if s == nil {
+		return nil
+	}
+	axes := make([]SweepAxis, 0, len(s.Parameters))
+	for _, p := range s.Parameters {
+		axes = append(axes, SweepAxis{Name: sweepParamName(p), Param: p, Values: sweepValues(p)})
+	}
+	return axes
+}
+
+func sweepValues(p v1alpha1.SweepParameter) []int64 {
+	var vals []int64
+	if p.Range != nil {
+		step := p.Range.Step
+		if step < 1 {
+			step = 1
+		}
+		for x := p.Range.From; x <= p.Range.To && len(vals) <= v1alpha1.MaxSweepPoints; x += step {
+			vals = append(vals, x)
+		}
+		return vals
+	}
+	vals = append(vals, p.Values...)
+	sort.Slice(vals, func(i, j int) bool { return vals[i] < vals[j] })
+	return vals
+}
+
+func sweepParamName(p v1alpha1.SweepParameter) string {
+	switch p.Target {
+	case v1alpha1.SweepReplicas:
+		return p.Group + ".replicas"
+	case v1alpha1.SweepTasks:
+		return p.Group + ".tasks"
+	case v1alpha1.SweepCPUWeight:
+		return p.Group + ".cpuWeight"
+	case v1alpha1.SweepCPUs:
+		return "cpus"
+	case v1alpha1.SweepNrMigrate:
+		return variantPrefix(p) + "nrMigrate"
+	}
+	// Duration knobs: BaseSlice → baseSliceUs.
+	t := string(p.Target)
+	return variantPrefix(p) + string(t[0]+'a'-'A') + t[1:] + "Us"
+}
+
+func variantPrefix(p v1alpha1.SweepParameter) string {
+	if p.Variant == "" {
+		return ""
+	}
+	return p.Variant + "."
+}
+
+// SweepGrid is the cartesian product of the axes' values, the first axis
+// varying slowest. A spec without a sweep has one point with no values.
+func SweepGrid(axes []SweepAxis) [][]int64 {
+	grid := [][]int64{{}}
+	for _, a := range axes {
+		next := make([][]int64, 0, len(grid)*len(a.Values))
+		for _, pt := range grid {
+			for _, v := range a.Values {
+				next = append(next, append(append([]int64(nil), pt...), v))
+			}
+		}
+		grid = next
+	}
+	return grid
+}
+
+// SweepPointCount is the number of grid points of a spec's sweep, without
+// expanding it (used by validation on bounded input).
+func SweepPointCount(s *v1alpha1.Sweep) int64 {
+	if s == nil {
+		return 1
+	}
+	n := int64(1)
+	for _, p := range s.Parameters {
+		switch {
+		case p.Range != nil:
+			step := p.Range.Step
+			if step < 1 {
+				step = 1
+			}
+			if p.Range.To < p.Range.From {
+				return 0
+			}
+			n *= (p.Range.To-p.Range.From)/step + 1
+		default:
+			n *= int64(len(p.Values))
+		}
+	}
+	return n
+}
+
+// ApplySweepPoint returns a copy of spec and shape with the parameters set
+// to the point's values. The spec given is not changed.
+func ApplySweepPoint(spec *v1alpha1.SchedExperimentSpec, shape v1alpha1.NodeShape, axes []SweepAxis, at []int64) (*v1alpha1.SchedExperimentSpec, v1alpha1.NodeShape) {
+	s := spec.DeepCopy()
+	for i, a := range axes {
+		v := at[i]
+		p := a.Param
+		switch p.Target {
+		case v1alpha1.SweepReplicas, v1alpha1.SweepTasks, v1alpha1.SweepCPUWeight:
+			for gi := range s.Workload.Groups {
+				g := &s.Workload.Groups[gi]
+				if g.Name != p.Group {
+					continue
+				}
+				switch p.Target {
+				case v1alpha1.SweepReplicas:
+					g.Replicas = int32(v)
+				case v1alpha1.SweepTasks:
+					g.Tasks = ptr(int32(v))
+				case v1alpha1.SweepCPUWeight:
+					g.CPUWeight = ptr(int32(v))
+				}
+			}
+		case v1alpha1.SweepCPUs:
+			shape.CPUs = int32(v)
+		default:
+			for vi := range s.Variants {
+				if p.Variant != "" && s.Variants[vi].Name != p.Variant {
+					continue
+				}
+				setKnob(&s.Variants[vi].Knobs, p.Target, v)
+			}
+		}
+	}
+	return s, shape
+}
+
+func setKnob(k *v1alpha1.Knobs, t v1alpha1.SweepTarget, v int64) {
+	d := &metav1.Duration{Duration: time.Duration(v) * time.Microsecond}
+	switch t {
+	case v1alpha1.SweepBaseSlice:
+		k.BaseSlice = d
+	case v1alpha1.SweepLatency:
+		k.Latency = d
+	case v1alpha1.SweepMinGranularity:
+		k.MinGranularity = d
+	case v1alpha1.SweepWakeupGranularity:
+		k.WakeupGranularity = d
+	case v1alpha1.SweepMigrationCost:
+		k.MigrationCost = d
+	case v1alpha1.SweepNrMigrate:
+		k.NrMigrate = ptr(int32(v))
+	}
+}
+
+// SweepColumn is one metric of one group that the curve follows: every
+// constrained metric, then every objective not already constrained.
+type SweepColumn struct {
+	Group  string
+	Metric string
+}
+
+// Name is "group/metric".
+func (c SweepColumn) Name() string { return c.Group + "/" + c.Metric }
+
+// SweepColumns lists the curve's columns for a spec.
+func SweepColumns(spec *v1alpha1.SchedExperimentSpec) []SweepColumn {
+	var cols []SweepColumn
+	seen := map[SweepColumn]bool{}
+	add := func(c SweepColumn) {
+		if !seen[c] {
+			seen[c] = true
+			cols = append(cols, c)
+		}
+	}
+	for _, c := range spec.Constraints {
+		add(SweepColumn{c.Group, string(c.Metric)})
+	}
+	for _, o := range spec.Objectives {
+		add(SweepColumn{o.Group, string(o.Metric)})
+	}
+	return cols
+}
+
+// SweepOptions tune a sweep run.
+type SweepOptions struct {
+	// PredictOptions of every point; Duration 0 means DefaultSweepWindow
+	// (with the warmup capped at DefaultSweepWarmup).
+	PredictOptions
+	// Workers simulating points at once; 0 means GOMAXPROCS.
+	Workers int
+	// Shard (0-based) of Shards: run only the jobs whose index is Shard
+	// modulo Shards. Shards 0 or 1 runs every job.
+	Shard, Shards int
+}
+
+// SweepJobResult is one simulated job: one point of the grid on one node
+// shape for one variant.
+type SweepJobResult struct {
+	// Job is the index of the job: shape-major, then variant, then point.
+	Job         int       `json:"job"`
+	Shape       string    `json:"shape"`
+	Variant     string    `json:"variant"`
+	Point       int       `json:"point"`
+	At          []int64   `json:"at"`
+	Values      []float64 `json:"values,omitempty"`
+	Unsupported string    `json:"unsupported,omitempty"`
+}
+
+// SweepShard is what a (possibly partial) sweep run produces, and what
+// `schedlab simulate --shard i/n` prints: merge the shards with MergeSweep.
+type SweepShard struct {
+	Experiment string           `json:"experiment,omitempty"`
+	Shard      int              `json:"shard"`
+	Shards     int              `json:"shards"`
+	Jobs       int              `json:"jobs"`
+	Parameters []string         `json:"parameters"`
+	Columns    []string         `json:"columns"`
+	Window     string           `json:"simulatedWindow"`
+	Results    []SweepJobResult `json:"results"`
+}
+
+// sweepJob identifies a job by its indices.
+type sweepJob struct{ shape, variant, point int }
+
+func jobOf(k, variants, points int) sweepJob {
+	return sweepJob{shape: k / (variants * points), variant: (k / points) % variants, point: k % points}
+}
+
+// sweepWindow resolves the simulated window and warmup of each point.
+func sweepWindow(spec *v1alpha1.SchedExperimentSpec, opts PredictOptions) (window, warmup time.Duration) {
+	window = opts.Duration
+	if window <= 0 {
+		window = DefaultSweepWindow
+		if spec.Duration.Duration > 0 && spec.Duration.Duration < window {
+			window = spec.Duration.Duration
+		}
+	}
+	warmup = time.Second
+	if spec.Warmup != nil {
+		warmup = spec.Warmup.Duration
+	}
+	if opts.Duration <= 0 && warmup > DefaultSweepWarmup {
+		warmup = DefaultSweepWarmup
+	}
+	return window, warmup
+}
+
+// RunSweep simulates every point of the spec's sweep on every shape for
+// every variant (or one shard of those jobs), on a pool of workers. The
+// result is the same whatever the number of workers: each job's seed is the
+// spec's, so neighbouring points see the same random draws and the curve is
+// smooth, and results are placed by job index.
+func RunSweep(ctx context.Context, spec *v1alpha1.SchedExperimentSpec, shapes []v1alpha1.NodeShape, opts SweepOptions) (*SweepShard, error) {
+	axes := SweepAxes(spec.Sweep)
+	grid := SweepGrid(axes)
+	cols := SweepColumns(spec)
+	nv, np := len(spec.Variants), len(grid)
+	total := len(shapes) * nv * np
+	shards := opts.Shards
+	if shards < 1 {
+		shards = 1
+	}
+	if opts.Shard < 0 || opts.Shard >= shards {
+		return nil, fmt.Errorf("shard %d of %d: use 0..%d", opts.Shard, shards, shards-1)
+	}
+	window, warmup := sweepWindow(spec, opts.PredictOptions)
+	popts := opts.PredictOptions
+	popts.Duration = window
+
+	var jobs []int
+	for k := opts.Shard; k < total; k += shards {
+		jobs = append(jobs, k)
+	}
+	out := &SweepShard{Shard: opts.Shard, Shards: shards, Jobs: total, Window: window.String(),
+		Results: make([]SweepJobResult, len(jobs))}
+	for _, a := range axes {
+		out.Parameters = append(out.Parameters, a.Name)
+	}
+	for _, c := range cols {
+		out.Columns = append(out.Columns, c.Name())
+	}
+
+	workers := opts.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	if workers > len(jobs) {
+		workers = len(jobs)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	next := make(chan int)
+	errs := make([]error, len(jobs))
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				res, err := runSweepJob(spec, shapes, axes, grid, cols, jobs[i], warmup, popts)
+				if err != nil {
+					errs[i] = err
+					cancel()
+					continue
+				}
+				out.Results[i] = res
+			}
+		}()
+	}
+feed:
+	for i := range jobs {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func runSweepJob(spec *v1alpha1.SchedExperimentSpec, shapes []v1alpha1.NodeShape, axes []SweepAxis, grid [][]int64,
+	cols []SweepColumn, k int, warmup time.Duration, opts PredictOptions) (SweepJobResult, error) {
+	j := jobOf(k, len(spec.Variants), len(grid))
+	base := shapes[j.shape]
+	s, shape := ApplySweepPoint(spec, base, axes, grid[j.point])
+	s.Warmup = &metav1.Duration{Duration: warmup}
+	res := SweepJobResult{Job: k, Shape: ShapeName(base), Variant: s.Variants[j.variant].Name, Point: j.point, At: grid[j.point]}
+	in, err := SimInput(s, j.variant, shape, opts)
+	var unsupported *UnsupportedError
+	if errors.As(err, &unsupported) {
+		res.Unsupported = unsupported.Reason
+		return res, nil
+	}
+	if err != nil {
+		return res, err
+	}
+	r, err := simengine.Run(in)
+	if err != nil {
+		return res, fmt.Errorf("simulating %s=%v, variant %q on %s: %w", axisNames(axes), grid[j.point], res.Variant, ShapeName(shape), err)
+	}
+	byGroup := map[string]v1alpha1.Metrics{}
+	for _, g := range r.Groups {
+		byGroup[g.Name] = FromSim(g.Metrics)
+	}
+	res.Values = make([]float64, len(cols))
+	for i, c := range cols {
+		m := byGroup[c.Group]
+		if v, ok := MetricValue(&m, c.Metric); ok && !math.IsNaN(v) && !math.IsInf(v, 0) {
+			res.Values[i] = math.Round(v*1e4) / 1e4 // short, stable status values
+		}
+	}
+	return res, nil
+}
+
+func axisNames(axes []SweepAxis) []string {
+	n := make([]string, len(axes))
+	for i, a := range axes {
+		n[i] = a.Name
+	}
+	return n
+}
