@@ -19,12 +19,7 @@ import (
 	"github.com/schedlab/schedlab/controllers/names"
 )
 
-const (
-	templateHashAnnotation = "schedlab.io/template-hash"
-	// HostRoot is where the agent container sees the host's /proc and /sys;
-	// the agent's --root flag points there.
-	HostRoot = "/host"
-)
+const templateHashAnnotation = "schedlab.io/template-hash"
 
 // ensureDaemonSet creates the agent DaemonSet of a running experiment, or
 // updates it when the chosen nodes or the manager's configuration changed.
@@ -64,14 +59,14 @@ func (r *SchedExperimentReconciler) ensureDaemonSet(ctx context.Context, s *scop
 }
 
 // daemonSetFor builds the agent DaemonSet. The one container is privileged
-// and shares the host's PID namespace: the agent writes scheduler knobs
-// under the host's /proc/sys and /sys/kernel/debug, creates cgroups in the
-// host's /sys/fs/cgroup (not the container's cgroup namespace view), moves
-// its workload processes into them by PID and reads their /proc entries;
-// with the host's PID namespace, the host /proc mounted under /host is
-// consistent with the PIDs the agent sees. The host's /proc and /sys are
-// mounted under /host (the agent's --root); the journal's state directory
-// is at the same path as on the host.
+// and shares the host's PID namespace: the agent writes scheduler sysctls
+// under /proc/sys (the scheduler's are not namespaced, so the container's
+// /proc/sys reaches the host's when privileged) and debugfs files under
+// /sys/kernel/debug, creates cgroups in the host's hierarchy and moves its
+// workload processes into them by PID. The host's /sys/fs/cgroup and
+// /sys/kernel/debug are mounted at the same paths, so that the agent's own
+// mount table shows them where the host has them and its root stays "/";
+// the journal's state directory is at the same path as on the host.
 func (r *SchedExperimentReconciler) daemonSetFor(s *scope) (*appsv1.DaemonSet, error) {
 	cfg := r.Config
 	selector := map[string]string{
@@ -113,7 +108,6 @@ func (r *SchedExperimentReconciler) daemonSetFor(s *scope) (*appsv1.DaemonSet, e
 				Args: []string{"agent",
 					"--experiment", s.exp.Name,
 					"--state-dir", cfg.StateDir,
-					"--root", HostRoot,
 				},
 				Env: []corev1.EnvVar{
 					{Name: "NODE_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}},
@@ -125,15 +119,15 @@ func (r *SchedExperimentReconciler) daemonSetFor(s *scope) (*appsv1.DaemonSet, e
 					ReadOnlyRootFilesystem: ptr.To(true),
 				},
 				VolumeMounts: []corev1.VolumeMount{
-					{Name: "host-proc", MountPath: HostRoot + "/proc"},
-					{Name: "host-sys", MountPath: HostRoot + "/sys", MountPropagation: &propagation},
+					{Name: "cgroup", MountPath: "/sys/fs/cgroup"},
+					{Name: "debugfs", MountPath: "/sys/kernel/debug", MountPropagation: &propagation},
 					{Name: "state", MountPath: cfg.StateDir},
 					{Name: "tmp", MountPath: "/tmp"},
 				},
 			}},
 			Volumes: []corev1.Volume{
-				{Name: "host-proc", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/proc", Type: &hostPathDir}}},
-				{Name: "host-sys", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/sys", Type: &hostPathDir}}},
+				{Name: "cgroup", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/sys/fs/cgroup", Type: &hostPathDir}}},
+				{Name: "debugfs", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/sys/kernel/debug", Type: &hostPathDir}}},
 				{Name: "state", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: cfg.StateDir, Type: &stateType}}},
 				{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 			},

@@ -87,15 +87,15 @@ func TestMain(m *testing.M) {
 
 // harness runs one test's manager, reconciler and simulated kubelet.
 type harness struct {
-	t        testing.TB
-	ctx      context.Context
-	prefix   string // of every cluster-scoped name in the test, and the operator namespace
-	ns       string
-	clock    *clocktesting.FakeClock // nil: the real clock
-	rec      *controllers.SchedExperimentReconciler
-	kubelet  *kubelet
+	t          testing.TB
+	ctx        context.Context
+	prefix     string // of every cluster-scoped name in the test, and the operator namespace
+	ns         string
+	clock      *clocktesting.FakeClock // nil: the real clock
+	rec        *controllers.SchedExperimentReconciler
+	kubelet    *kubelet
 	reconciles atomic.Int64
-	mgr      ctrl.Manager
+	mgr        ctrl.Manager
 }
 
 type harnessOptions struct {

@@ -160,7 +160,7 @@ func TestDaemonSetShape(t *testing.T) {
 	if c.SecurityContext == nil || !ptr.Deref(c.SecurityContext.Privileged, false) || !ps.HostPID {
 		t.Errorf("agent container must be privileged with the host PID namespace")
 	}
-	if got := strings.Join(c.Args, " "); got != "agent --experiment "+name+" --state-dir /var/lib/schedlab --root /host" {
+	if got := strings.Join(c.Args, " "); got != "agent --experiment "+name+" --state-dir /var/lib/schedlab" {
 		t.Errorf("args %q", got)
 	}
 	if c.Env[0].Name != "NODE_NAME" || c.Env[0].ValueFrom.FieldRef.FieldPath != "spec.nodeName" {
@@ -177,7 +177,7 @@ func TestDaemonSetShape(t *testing.T) {
 			hostPaths = append(hostPaths, v.HostPath.Path)
 		}
 	}
-	if strings.Join(hostPaths, ",") != "/proc,/sys,/var/lib/schedlab" {
+	if strings.Join(hostPaths, ",") != "/sys/fs/cgroup,/sys/kernel/debug,/var/lib/schedlab" {
 		t.Errorf("hostPath volumes %v", hostPaths)
 	}
 	h.waitCondition(name, v1alpha1.ConditionRunning, metav1.ConditionTrue, v1alpha1.ReasonRunning, 30*time.Second)

@@ -24,7 +24,7 @@ type scriptedRunner struct {
 	// restoreFails: a cancelled run cannot restore (a node gone bad).
 	restoreFails bool
 	// fail makes the run fail with this error.
-	fail error
+	fail    error
 	mu      sync.Mutex
 	started int
 }

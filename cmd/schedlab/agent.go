@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"k8s.io/klog/v2/textlogger"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client/config"
+
+	"github.com/schedlab/schedlab/controllers/agent"
+	"github.com/schedlab/schedlab/internal/nodeagent"
+)
+
+func init() {
+	register(command{name: "agent", summary: "run the node agent of an experiment (in the agent DaemonSet)", run: runAgent})
+}
+
+func runAgent(args []string) int {
+	fs := flag.NewFlagSet("schedlab agent", flag.ContinueOnError)
+	var (
+		experiment, node string
+		opts             nodeagent.Options
+		progress         time.Duration
+	)
+	config.RegisterFlags(fs)
+	fs.StringVar(&experiment, "experiment", "", "name of the SchedExperiment to serve (required)")
+	fs.StringVar(&node, "node", os.Getenv("NODE_NAME"), "name of this node (default $NODE_NAME, from the Downward API)")
+	fs.StringVar(&opts.StateDir, "state-dir", nodeagent.DefaultStateDir, "directory of the journal and the node lock (a hostPath)")
+	fs.StringVar(&opts.Root, "root", "/", "the host's root directory as the agent sees it")
+	fs.StringVar(&opts.WorkerBinary, "worker-binary", "", "schedlab binary re-executed as workload workers (default: this binary)")
+	fs.Float64Var(&opts.NoiseThreshold, "noise-threshold", 0, "CPUs used by anything but the workload above which a window is noisy and re-run (0: 5% of the CPUs, at least 0.1)")
+	fs.IntVar(&opts.MaxAttempts, "max-attempts", 3, "attempts per window while it is noisy")
+	fs.DurationVar(&progress, "progress-interval", 5*time.Second, "least time between two progress writes to the NodeRun")
+	logCfg := textlogger.NewConfig()
+	logCfg.AddFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if experiment == "" || node == "" {
+		fmt.Fprintln(os.Stderr, "schedlab agent: --experiment and --node (or $NODE_NAME) are required")
+		return 2
+	}
+	logger := textlogger.NewLogger(logCfg)
+	ctrl.SetLogger(logger)
+	opts.Log = logger.WithName("nodeagent")
+
+	restCfg, err := config.GetConfig()
+	if err != nil {
+		logger.Error(err, "Finding the cluster")
+		return 1
+	}
+	a, err := agent.New(restCfg, newScheme(), agent.Options{
+		Experiment:       experiment,
+		Node:             node,
+		Runner:           agent.NodeAgentRunner{Options: opts},
+		ProgressInterval: progress,
+		Log:              logger.WithName("agent"),
+	})
+	if err != nil {
+		logger.Error(err, "Creating the agent")
+		return 1
+	}
+	// SIGTERM (the DaemonSet is deleted) cancels the run: the node agent
+	// restores the node and the agent writes the restore record before it
+	// exits.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	logger.Info("Starting agent", "experiment", experiment, "node", node, "stateDir", opts.StateDir, "root", opts.Root)
+	if err := a.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		logger.Error(err, "Agent failed")
+		return 1
+	}
+	return 0
+}
