@@ -333,7 +333,7 @@ func (s *sim) loadBalance(dst int32, idle, newIdle bool) bool {
 // hierarchy on either side, and not cache hot unless balancing keeps failing.
 func (s *sim) canMigrateTask(ti, dst int32, failed int) bool {
 	t := &s.tasks[ti]
-	if t.running {
+	if t.running || s.ents[t.se].delayed {
 		return false
 	}
 	if s.throttledHierarchy(s.ents[t.se].rq) {

@@ -196,6 +196,57 @@ func (s *sim) blockTask(ti int32) {
 	s.reschedCurr(t.cpu, false)
 }
 
+// addHNr adds d to h_nr_running of the task's queues up to the root or the
+// first throttled queue.
+func (s *sim) addHNr(ti int32, d int32) {
+	t := &s.tasks[ti]
+	idle := int32(0)
+	if t.policy == polIdle {
+		idle = d
+	}
+	for se := t.se; se >= 0; se = s.ents[se].parent {
+		r := &s.rqs[s.ents[se].rq]
+		r.hNr += d
+		r.idleHNr += idle
+		if r.idle {
+			idle = d
+		}
+		if r.throttled {
+			break
+		}
+	}
+	s.setIdle(t.cpu, s.cpuIdle(t.cpu))
+}
+
+// requeueDelayedEntity is requeue_delayed_entity() (v6.12): a delayed
+// entity whose task (or one below it) wakes before it was picked becomes
+// runnable where it is; with DELAY_ZERO a positive lag it gained while
+// waiting is dropped.
+func (s *sim) requeueDelayedEntity(se int32) {
+	cq := s.ents[se].rq
+	r := &s.rqs[cq]
+	s.updateCurr(cq)
+	s.updateRqLoad(cq)
+	s.updateSeLoad(se)
+	if s.feat.delayZero {
+		s.updateEntityLag(cq, se)
+		if s.ents[se].vlag > 0 {
+			inTree := r.curr != se
+			if inTree {
+				s.dequeueTree(cq, se)
+			}
+			r.nr--
+			s.ents[se].vlag = 0
+			s.placeEntity(cq, se, 0)
+			r.nr++
+			if inTree {
+				s.enqueueTree(cq, se)
+			}
+		}
+	}
+	s.ents[se].delayed = false
+}
+
 // tick is scheduler_tick() on every CPU at once (ticks are not skewed by
 // default). Idle CPUs are tickless (NO_HZ_IDLE); a busy CPU kicks the idle
 // load balance for them (nohz_balancer_kick()).
@@ -264,6 +315,23 @@ func (s *sim) tryToWakeUp(ti, wakerCPU int32, sync bool, reason int64) {
 	}
 	if wakerCPU < 0 {
 		wakerCPU = t.cpu
+	}
+	if s.ents[t.se].delayed {
+		// ttwu_runnable(): still queued, so it wakes where it is.
+		s.cpuPelt(t.cpu)
+		s.requeueDelayedEntity(t.se)
+		t.state = tsQueued
+		s.taskPelt(ti)
+		s.addHNr(ti, 1)
+		t.wakeAt = reason
+		if s.trace != nil {
+			s.trace("wake delayed task%d on cpu%d", ti, t.cpu)
+		}
+		if t.running || (sync && t.cpu == wakerCPU) {
+			return
+		}
+		s.checkPreemptCurr(t.cpu, ti, wakerCPU, false)
+		return
 	}
 	c := s.selectTaskRq(ti, wakerCPU, sync)
 	if c != t.cpu {

@@ -481,6 +481,9 @@ func (s *sim) dequeueEntity(cq, se int32, flags int) {
 	s.updateSeLoad(se)
 	if s.eevdf {
 		s.updateEntityLag(cq, se)
+		if flags&deqDelayed != 0 && s.feat.delayZero && e.vlag > 0 {
+			e.vlag = 0
+		}
 	}
 	if r.curr != se {
 		s.dequeueTree(cq, se)
@@ -512,6 +515,9 @@ func (s *sim) enqueueTask(ti int32, flags int) {
 	throttled := false
 	for ; se >= 0; se = s.ents[se].parent {
 		if s.ents[se].onRq {
+			if s.ents[se].delayed {
+				s.requeueDelayedEntity(se)
+			}
 			break
 		}
 		cq := s.ents[se].rq
@@ -552,27 +558,75 @@ func (s *sim) enqueueTask(ti int32, flags int) {
 	s.setIdle(c, s.cpuIdle(c))
 }
 
-// dequeueTask is dequeue_task_fair(): dequeue the task's entity and every
-// ancestor left empty.
-func (s *sim) dequeueTask(ti int32, flags int) {
+// dequeueTask is dequeue_task_fair(). It returns false when the task was
+// delayed (DELAY_DEQUEUE) instead of dequeued.
+func (s *sim) dequeueTask(ti int32, flags int) bool {
 	t := &s.tasks[ti]
 	c := t.cpu
 	s.cpuPelt(c)
 	s.taskPelt(ti)
+	one := int32(1)
+	if flags&deqDelayed != 0 {
+		one = 0 // h_nr_running already dropped it when it was delayed
+	}
 	idle := int32(0)
 	if t.policy == polIdle {
-		idle = 1
+		idle = one
 	}
-	se := t.se
+	if !s.dequeueEntities(t.se, flags, one, idle) {
+		s.setIdle(c, s.cpuIdle(c))
+		return false
+	}
+	cpu := &s.cpus[c]
+	last := int32(len(cpu.tasks) - 1)
+	moved := cpu.tasks[last]
+	cpu.tasks[t.cpuPos] = moved
+	s.tasks[moved].cpuPos = t.cpuPos
+	cpu.tasks = cpu.tasks[:last]
+	t.cpuPos = -1
+	s.setIdle(c, s.cpuIdle(c))
+	return true
+}
+
+// dequeueEntities is dequeue_entities() (v6.12): dequeue se and every
+// ancestor left empty, and take one task (one = 0 when it was already taken
+// off h_nr_running) off the counts above. With DELAY_DEQUEUE an entity
+// going to sleep while not eligible (negative lag) is not dequeued but
+// marked delayed: it keeps competing, ineligible, until its lag is burned
+// off and it is picked, or until it is woken. Returns false when se itself
+// was delayed.
+func (s *sim) dequeueEntities(se int32, flags int, one, idle int32) bool {
+	dequeued := true
+	first := true
 	throttled := false
 	for se >= 0 {
 		cq := s.ents[se].rq
-		s.dequeueEntity(cq, se, flags)
 		r := &s.rqs[cq]
-		r.hNr--
+		if s.eevdf && s.feat.delayDequeue && flags&deqSleep != 0 && flags&deqDelayed == 0 {
+			s.updateCurr(cq)
+			if !s.entityEligible(cq, se) {
+				s.updateRqLoad(cq)
+				s.updateSeLoad(se)
+				s.ents[se].delayed = true
+				if first {
+					dequeued = false
+				}
+				r.hNr -= one
+				r.idleHNr -= idle
+				if r.idle {
+					idle = one
+				}
+				se = s.ents[se].parent
+				throttled = r.throttled
+				break
+			}
+		}
+		s.dequeueEntity(cq, se, flags)
+		s.ents[se].delayed = false
+		r.hNr -= one
 		r.idleHNr -= idle
 		if r.idle {
-			idle = 1
+			idle = one
 		}
 		se = s.ents[se].parent
 		if r.throttled {
@@ -583,7 +637,8 @@ func (s *sim) dequeueTask(ti int32, flags int) {
 		if r.load > 0 {
 			break
 		}
-		flags |= deqSleep
+		flags = flags&^deqDelayed | deqSleep
+		first = false
 	}
 	if !throttled {
 		for ; se >= 0; se = s.ents[se].parent {
@@ -592,24 +647,17 @@ func (s *sim) dequeueTask(ti int32, flags int) {
 			s.updateSeLoad(se)
 			s.updateCfsGroup(se)
 			r := &s.rqs[cq]
-			r.hNr--
+			r.hNr -= one
 			r.idleHNr -= idle
 			if r.idle {
-				idle = 1
+				idle = one
 			}
 			if r.throttled {
 				break
 			}
 		}
 	}
-	cpu := &s.cpus[c]
-	last := int32(len(cpu.tasks) - 1)
-	moved := cpu.tasks[last]
-	cpu.tasks[t.cpuPos] = moved
-	s.tasks[moved].cpuPos = t.cpuPos
-	cpu.tasks = cpu.tasks[:last]
-	t.cpuPos = -1
-	s.setIdle(c, s.cpuIdle(c))
+	return dequeued
 }
 
 // ---- group weights ----
@@ -777,10 +825,35 @@ func (s *sim) pickNextTaskFair(c int32) int32 {
 			return -1
 		}
 		e := &s.ents[se]
+		if e.delayed {
+			// pick_next_entity() (v6.12): a delayed entity that gets picked
+			// is dequeued for real; pick again from the top.
+			s.finishDelayedDequeue(se)
+			cq = s.cpus[c].root
+			if s.rqs[cq].nr == 0 {
+				return -1
+			}
+			continue
+		}
 		if e.my < 0 {
 			return e.task
 		}
 		cq = e.my
+	}
+}
+
+// finishDelayedDequeue is dequeue_entities(DEQUEUE_SLEEP | DEQUEUE_DELAYED)
+// for a picked delayed entity (a sleeping task, or a group whose queue has
+// emptied).
+func (s *sim) finishDelayedDequeue(se int32) {
+	if ti := s.ents[se].task; ti >= 0 {
+		s.dequeueTask(ti, deqSleep|deqDelayed)
+	} else {
+		s.cpuPelt(s.rqs[s.ents[se].rq].cpu)
+		s.dequeueEntities(se, deqSleep|deqDelayed, 0, 0)
+	}
+	if s.trace != nil {
+		s.trace("cpu%d dequeue delayed se%d", s.rqs[s.ents[se].rq].cpu, se)
 	}
 }
 
@@ -865,6 +938,9 @@ func (s *sim) checkPreemptWakeup(c, ti, wakerCPU int32) {
 	if s.eevdf {
 		doPreemptShort := s.feat.preemptShort && s.ents[pse].slice < s.ents[se].slice
 		if s.pickEEVDF(cq, !doPreemptShort) == pse {
+			if doPreemptShort {
+				s.ents[se].protectOK = false // cancel_protect_slice()
+			}
 			s.reschedCurr(c, lazy)
 			return
 		}

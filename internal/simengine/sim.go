@@ -58,6 +58,7 @@ const (
 	enqWakeup  = 1 << iota // ENQUEUE_WAKEUP
 	enqInitial             // ENQUEUE_INITIAL (new task)
 	deqSleep               // DEQUEUE_SLEEP
+	deqDelayed             // DEQUEUE_DELAYED: finishing a delayed dequeue
 )
 
 // Event kinds.
@@ -89,6 +90,7 @@ type entity struct {
 	pos         int32 // index in rq.tree, -1 when not in the tree
 	depth       int32
 	onRq        bool
+	delayed     bool // se->sched_delayed: asleep (or empty) but still queued (DELAY_DEQUEUE)
 	idle        bool // se_is_idle(): SCHED_IDLE task or entity of a cpu.idle group
 	customSlice bool
 	protectOK   bool

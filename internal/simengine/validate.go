@@ -12,12 +12,15 @@ type featureDef struct {
 	def  bool
 }
 
-// Features modelled for EEVDF kernels (kernel/sched/features.h, v6.6..v6.12).
+// Features modelled for EEVDF kernels (kernel/sched/features.h, v6.12; turn
+// PREEMPT_SHORT and DELAY_DEQUEUE off for the behaviour of v6.6..v6.11).
 var eevdfFeatures = []featureDef{
 	{"PLACE_LAG", true},
 	{"PLACE_DEADLINE_INITIAL", true},
 	{"RUN_TO_PARITY", true},
 	{"PREEMPT_SHORT", true},
+	{"DELAY_DEQUEUE", true},
+	{"DELAY_ZERO", true},
 	{"WAKEUP_PREEMPTION", true},
 	{"WA_IDLE", true},
 	{"WA_WEIGHT", true},
@@ -57,6 +60,7 @@ func FeatureNames(s Scheduler) []string {
 // features is the resolved feature set of a run.
 type features struct {
 	placeLag, placeDeadlineInitial, runToParity, preemptShort bool
+	delayDequeue, delayZero                                   bool
 	wakeupPreemption, waIdle, waWeight, waBias, lbMin         bool
 	gentleFairSleepers, startDebit, altPeriod, baseSlice      bool
 	smpFairGroups                                             bool
@@ -89,6 +93,8 @@ func resolveFeatures(s Scheduler, set map[string]bool) (features, error) {
 		placeDeadlineInitial: val["PLACE_DEADLINE_INITIAL"],
 		runToParity:          val["RUN_TO_PARITY"],
 		preemptShort:         val["PREEMPT_SHORT"],
+		delayDequeue:         val["DELAY_DEQUEUE"],
+		delayZero:            val["DELAY_ZERO"],
 		wakeupPreemption:     val["WAKEUP_PREEMPTION"],
 		waIdle:               val["WA_IDLE"],
 		waWeight:             val["WA_WEIGHT"],
