@@ -173,7 +173,7 @@ func newHarness(t testing.TB, o harnessOptions) *harness {
 		if !strings.HasPrefix(req.Name, h.prefix) {
 			return reconcile.Result{}, nil // another test's experiment
 		}
-		h.reconciles.Add(1)
+		defer h.reconciles.Add(1) // counted once done: a test may wait for one more
 		return h.rec.Reconcile(ctx, req)
 	})
 	if err := h.rec.SetupWithManagerAs(ctx, mgr, controller.Options{}, counting); err != nil {

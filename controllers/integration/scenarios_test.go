@@ -208,7 +208,7 @@ func TestTimeout(t *testing.T) {
 	})
 	h.clock.Step(2 * time.Minute) // (1s+2s) × 2 variants × 2 repetitions + 1m margin = 1m12s
 	h.poke(name)
-	e := h.waitCondition(name, v1alpha1.ConditionCompleted, metav1.ConditionTrue, v1alpha1.ReasonNodesFailed, 30*time.Second)
+	e := h.waitCondition(name, v1alpha1.ConditionCompleted, metav1.ConditionTrue, v1alpha1.ReasonTimedOut, 30*time.Second)
 	if e.Status.Nodes[1].Phase != v1alpha1.NodeRunTimedOut || !strings.Contains(e.Status.Nodes[1].Message, "no result within 1m12s") {
 		t.Errorf("silent node %+v, want TimedOut", e.Status.Nodes[1])
 	}
@@ -232,9 +232,10 @@ func TestTimeoutBeforeDeadlineIsNot(t *testing.T) {
 	name := h.createExperiment("exp", h.experimentSpec())
 	h.waitCondition(name, v1alpha1.ConditionRunning, metav1.ConditionTrue, v1alpha1.ReasonRunning, 30*time.Second)
 	h.clock.Step(70 * time.Second)
+	before := h.reconciles.Load()
 	h.poke(name)
-	h.eventually(10*time.Second, "poke seen", func() (bool, string) {
-		return h.get(name).Status.ObservedGeneration == 1, ""
+	h.eventually(10*time.Second, "a reconcile after the poke", func() (bool, string) {
+		return h.reconciles.Load() > before, ""
 	})
 	e := h.get(name)
 	if e.Status.Nodes[0].Phase == v1alpha1.NodeRunTimedOut {
