@@ -56,21 +56,23 @@ nanosleep_flag=()
 if cyclictest --help 2>&1 | grep -qE '^-n[[:space:]]'; then nanosleep_flag=(-n); fi
 cyc_version=$(cyclictest --help 2>&1 | sed -n 's/^cyclictest V \(.*\)/\1/p' | head -1)
 
-# cyclictest's -h histogram: lines "BUCKET_US COUNT"; the median is the first
-# bucket where the running count passes half (overflows count as above).
-cyclictest_median() {
-	awk '
+# cyclictest's -h histogram: lines "BUCKET_US COUNT"; a percentile is the
+# first bucket where the running count reaches it (overflows count as above
+# the range, shown as ">MAX_US"). Prints p50 p99 total.
+cyclictest_percentiles() {
+	awk -v max="$MAX_US" '
 		/^# Histogram Overflows/ { ov = $4 + 0 }
 		/^[0-9]+[ \t]+[0-9]+/ { n++; us[n] = $1 + 0; c[n] = $2 + 0; total += $2 }
-		END {
-			total += ov; half = total / 2; run = 0
-			for (k = 1; k <= n; k++) { run += c[k]; if (run >= half) { printf "%d %d\n", us[k], total; exit } }
-			printf "overflow %d\n", total
-		}' "$1"
+		function pct(q,   k, run) {
+			run = 0
+			for (k = 1; k <= n; k++) { run += c[k]; if (run >= q * total) return us[k] }
+			return ">" max
+		}
+		END { total += ov; printf "%s %s %d\n", pct(0.50), pct(0.99), total }' "$1"
 }
 
 status=0
-printf '%-6s %10s %10s %10s %10s %10s %8s %s\n' phase ours_p50 cyc_p50 ours_p99 cyc_max ours_max diff verdict
+printf '%-6s %9s %9s %9s %9s %9s %9s %6s %s\n' phase ours_p50 cyc_p50 ours_p99 cyc_p99 ours_max cyc_max diff "verdict (p50)"
 for phase in $PHASES; do
 	case $phase in
 	idle) ;;
@@ -91,12 +93,13 @@ for phase in $PHASES; do
 	line=$(grep '^schedlab-latency ' "$work/ours.$phase") || { cat "$work/ours.$phase" >&2; exit 1; }
 	get() { sed -n "s/.* $1=\([0-9.]*\).*/\1/p" <<<"$line"; }
 	ours_p50=$(get p50_us) ours_p99=$(get p99_us) ours_max=$(get max_us) ours_n=$(get count)
-	read -r cyc_p50 cyc_n < <(cyclictest_median "$work/cyc.$phase")
+	read -r cyc_p50 cyc_p99 cyc_n < <(cyclictest_percentiles "$work/cyc.$phase")
 	cyc_max=$(awk '/^# Max Latencies/ { print $4 + 0 }' "$work/cyc.$phase")
 	verdict=$(awk -v a="$ours_p50" -v b="$cyc_p50" -v tol="$TOLERANCE" 'BEGIN {
+		if (b + 0 <= 0) { print "inf% OUTSIDE"; exit }
 		d = (a - b) / b; if (d < 0) d = -d
 		printf "%.0f%% %s", 100 * d, (d <= tol ? "within" : "OUTSIDE") }')
-	printf '%-6s %10s %10s %10s %10s %10s %8s %s\n' "$phase" "$ours_p50" "$cyc_p50" "$ours_p99" "$cyc_max" "$ours_max" ${verdict% *} "${verdict#* } $(awk -v t="$TOLERANCE" 'BEGIN{printf "%d%%", 100*t}') (samples: ours $ours_n, cyclictest $cyc_n)"
+	printf '%-6s %9s %9s %9s %9s %9s %9s %6s %s\n' "$phase" "$ours_p50" "$cyc_p50" "$ours_p99" "$cyc_p99" "$ours_max" "$cyc_max" ${verdict% *} "${verdict#* } $(awk -v t="$TOLERANCE" 'BEGIN{printf "%d%%", 100*t}') (samples: ours $ours_n, cyclictest $cyc_n)"
 	[[ $verdict == *within* ]] || status=1
 done
 echo "(µs; ours_* from schedlab's LatencyProbe, cyc_* from cyclictest $cyc_version -m ${nanosleep_flag[*]} -i $INTERVAL_US -q -h $MAX_US, SCHED_OTHER; $SECONDS_PER_PHASE s per phase, $ncpu CPUs, $(uname -r))"

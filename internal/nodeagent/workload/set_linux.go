@@ -27,11 +27,11 @@ import (
 const MaxTasks = 512
 
 // Timeouts of the control protocol. A worker that spins (Hog) answers within
-// a Go preemption tick or two (~10-20 ms); these leave room for a loaded
-// machine.
+// a Go preemption tick or two (~10-20 ms) on a quiet machine; on a heavily
+// overloaded one (load 60 on 2 CPUs) answers took up to 10 s, hence the room.
 const (
-	startTimeout = 20 * time.Second
-	msgTimeout   = 10 * time.Second
+	startTimeout = 30 * time.Second
+	msgTimeout   = 30 * time.Second
 	reapTimeout  = 5 * time.Second
 )
 
