@@ -7,10 +7,14 @@ import (
 	"github.com/schedlab/schedlab/internal/nodeagent/workload"
 )
 
-// TestMain lets the test binary be its own worker.
+// TestMain lets the test binary be its own worker and, for the SIGKILL
+// test, the agent that gets killed.
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == workload.WorkerArg {
 		os.Exit(workload.WorkerMain(os.Args[2:]))
+	}
+	if os.Getenv(killChildEnv) != "" {
+		os.Exit(killChild())
 	}
 	os.Exit(m.Run())
 }
