@@ -585,6 +585,8 @@ func TestValidation(t *testing.T) {
 
 const helperParentEnv = "SCHEDLAB_TEST_HELPER_PARENT"
 
+func init() { testHelpers[helperParentEnv] = helperParent }
+
 // helperParent starts a workload (a hog, a session hog and a PingPong
 // pair), prints {"runID":…, "pids":[…]} and waits to be killed.
 func helperParent() int {
