@@ -1,0 +1,74 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/go-logr/logr"
+
+	"github.com/schedlab/schedlab/internal/experiment"
+)
+
+// TestRunWeightsAgainstSimulator runs the weights-100-200-400 sample on this
+// machine with `schedlab run` and checks that each group's measured CPU is
+// within 0.05 CPU of the simulator's prediction for this machine's shape
+// (0.1 when every attempt was noisy, and said so; skipped when the machine
+// is too busy to measure anything).
+func TestRunWeightsAgainstSimulator(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: creates cgroups")
+	}
+	src, err := os.ReadFile("../../config/samples/weights-100-200-400.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One repetition of 4s keeps the test short.
+	y := strings.Replace(strings.Replace(string(src), "duration: 8s", "duration: 4s", 1), "repetitions: 2", "repetitions: 1", 1)
+	file := filepath.Join(t.TempDir(), "w.yaml")
+	if err := os.WriteFile(file, []byte(y), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	f := &runFlags{file: file, out: "json", stateDir: t.TempDir(), report: t.TempDir()}
+	if err := run(context.Background(), &out, &errOut, f, logr.Discard()); err != nil {
+		t.Fatalf("run: %v\n%s", err, errOut.String())
+	}
+	t.Logf("stderr:\n%s", errOut.String())
+	var rep experiment.Report
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(f.report, "cpu.png")); err != nil {
+		t.Errorf("no chart: %v", err)
+	}
+	tol := 0.05
+	noisy := strings.Contains(errOut.String(), "noisy (")
+	if noisy {
+		tol = 0.1
+	}
+	var worst float64
+	for _, v := range rep.Variants {
+		for _, g := range v.Groups {
+			if g.Measured == nil || g.Predicted == nil {
+				t.Fatalf("%s/%s: measured %v predicted %v", v.Name, g.Name, g.Measured, g.Predicted)
+			}
+			d := g.Measured.CPU - g.Predicted.CPU
+			t.Logf("%s/%s: measured %.3f CPU, predicted %.3f, difference %+.3f", v.Name, g.Name, g.Measured.CPU, g.Predicted.CPU, d)
+			worst = max(worst, d, -d)
+		}
+	}
+	if noisy && worst > tol {
+		t.Skipf("this machine is too busy to compare with the simulator (see the noise above); worst difference %.3f CPU", worst)
+	}
+	if worst > tol {
+		t.Errorf("measured CPU differs from the prediction by up to %.3f CPU; want within %.2f", worst, tol)
+	}
+	if noisy {
+		t.Logf("the machine was noisy: compared within %.2f CPU instead of 0.05", tol)
+	}
+}
