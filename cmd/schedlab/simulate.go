@@ -105,14 +105,22 @@ func runSimulate(args []string) int {
 	fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
 	file := fs.String("f", "", "SchedExperiment manifest (YAML or JSON; - for stdin)")
 	out := fs.String("o", "table", "output: table or json")
+	shard := fs.String("shard", "", "i/n: simulate only shard i (0-based) of n of spec.sweep's grid and print JSON for 'schedlab plan --merge'")
 	var sf shapeFlags
 	sf.register(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(os.Stderr, "Usage: schedlab simulate -f EXPERIMENT.yaml [-o table|json] [--cpus N] [--scheduler eevdf|cfs] [--hz N] [--preempt none|voluntary|full|lazy] [--seed N] [--duration D]")
+		fmt.Fprintln(os.Stderr, "Usage: schedlab simulate -f EXPERIMENT.yaml [-o table|json] [--cpus N] [--scheduler eevdf|cfs] [--hz N] [--preempt none|voluntary|full|lazy] [--seed N] [--duration D] [--shard i/n]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	if *shard != "" {
+		if err := simulateShard(os.Stdout, *file, *shard, &sf); err != nil {
+			fmt.Fprintln(os.Stderr, "schedlab simulate:", err)
+			return 1
+		}
+		return 0
 	}
 	if err := simulate(os.Stdout, *file, *out, &sf); err != nil {
 		fmt.Fprintln(os.Stderr, "schedlab simulate:", err)

@@ -34,6 +34,7 @@ func Default(s *v1alpha1.SchedExperimentSpec) {
 			g.CPUWeight = &w
 		}
 	}
+	defaultSweep(s)
 	if s.Simulation != nil {
 		for i := range s.Simulation.Nodes {
 			if s.Simulation.Nodes[i].Scheduler == "" {

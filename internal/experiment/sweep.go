@@ -225,6 +225,9 @@ type SweepOptions struct {
 	// Shard (0-based) of Shards: run only the jobs whose index is Shard
 	// modulo Shards. Shards 0 or 1 runs every job.
 	Shard, Shards int
+	// Progress, when set, is called after each job with the jobs done and
+	// the jobs of this run (from the workers' goroutines, one at a time).
+	Progress func(done, total int)
 }
 
 // SweepJobResult is one simulated job: one point of the grid on one node
@@ -326,6 +329,8 @@ func RunSweep(ctx context.Context, spec *v1alpha1.SchedExperimentSpec, shapes []
 	next := make(chan int)
 	errs := make([]error, len(jobs))
 	var wg sync.WaitGroup
+	var mu sync.Mutex
+	done := 0
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
 		go func() {
@@ -338,6 +343,12 @@ func RunSweep(ctx context.Context, spec *v1alpha1.SchedExperimentSpec, shapes []
 					continue
 				}
 				out.Results[i] = res
+				if opts.Progress != nil {
+					mu.Lock()
+					done++
+					opts.Progress(done, len(jobs))
+					mu.Unlock()
+				}
 			}
 		}()
 	}

@@ -24,6 +24,22 @@ var sweepBounds = map[v1alpha1.SweepTarget][2]int64{
 	v1alpha1.SweepMigrationCost:     {1, 100000},
 }
 
+// defaultSweep applies the schema's defaults to spec.sweep: answer Largest,
+// range step 1.
+func defaultSweep(s *v1alpha1.SchedExperimentSpec) {
+	if s.Sweep == nil {
+		return
+	}
+	if s.Sweep.Answer == "" {
+		s.Sweep.Answer = v1alpha1.SweepLargest
+	}
+	for i := range s.Sweep.Parameters {
+		if r := s.Sweep.Parameters[i].Range; r != nil && r.Step == 0 {
+			r.Step = 1
+		}
+	}
+}
+
 func isGroupTarget(t v1alpha1.SweepTarget) bool {
 	return t == v1alpha1.SweepReplicas || t == v1alpha1.SweepTasks || t == v1alpha1.SweepCPUWeight
 }

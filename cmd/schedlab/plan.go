@@ -1,0 +1,405 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/schedlab/schedlab/api/v1alpha1"
+	"github.com/schedlab/schedlab/internal/experiment"
+)
+
+func init() {
+	register(command{name: "plan", summary: "capacity planning: sweep a parameter on the simulator and answer the constraints", run: runPlan})
+}
+
+// planFlags are the flags of schedlab plan.
+type planFlags struct {
+	file        string
+	out         string
+	report      string
+	cpus        string
+	scheduler   string
+	hz          int
+	preempt     string
+	seed        int64
+	duration    time.Duration
+	workers     int
+	calibration string
+	merge       string
+	quiet       bool
+}
+
+func runPlan(args []string) int {
+	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
+	var f planFlags
+	fs.StringVar(&f.file, "f", "", "SchedExperiment manifest with spec.sweep and spec.constraints (YAML or JSON; - for stdin)")
+	fs.StringVar(&f.out, "o", "table", "output: table or json")
+	fs.StringVar(&f.report, "report", "", "directory to write plan.json and a chart of each curve with its constraint line")
+	fs.StringVar(&f.cpus, "cpus", "", "node shapes' CPU counts, comma-separated (e.g. 8,64); overrides spec.simulation.nodes")
+	fs.StringVar(&f.scheduler, "scheduler", "", "scheduler family of the --cpus shapes: eevdf or cfs")
+	fs.IntVar(&f.hz, "hz", 0, "tick rate of the --cpus shapes: 100, 250, 300 or 1000")
+	fs.StringVar(&f.preempt, "preempt", "", "preemption model of the --cpus shapes: none, voluntary, full or lazy")
+	fs.Int64Var(&f.seed, "seed", -1, "simulator seed (overrides spec.simulation.seed)")
+	fs.DurationVar(&f.duration, "duration", 0, fmt.Sprintf("simulated window of each point (default %s, or the spec's duration if shorter; warmup capped at %s)", experiment.DefaultSweepWindow, experiment.DefaultSweepWarmup))
+	fs.IntVar(&f.workers, "workers", 0, "points simulated at once (default: all cores)")
+	fs.StringVar(&f.calibration, "calibration", "", "calibration file (from schedlab calibrate) used for the shapes it names")
+	fs.StringVar(&f.merge, "merge", "", "comma-separated JSON outputs of 'schedlab simulate --shard i/n' to merge instead of simulating")
+	fs.BoolVar(&f.quiet, "q", false, "no progress on stderr")
+	fs.Usage = func() {
+		fmt.Fprintln(os.Stderr, "Usage: schedlab plan -f EXPERIMENT.yaml [-o table|json] [--report DIR] [--cpus 8,64] [--calibration FILE] [--duration D] [--merge SHARDS]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := plan(ctx, os.Stdout, os.Stderr, &f); err != nil {
+		fmt.Fprintln(os.Stderr, "schedlab plan:", err)
+		return 1
+	}
+	return 0
+}
+
+// PlanOutput is what schedlab plan prints with -o json and writes to
+// plan.json: the sweep's status as the controller would write it, plus the
+// constraints in words. It holds nothing that varies between runs.
+type PlanOutput struct {
+	Experiment  string                `json:"experiment"`
+	Constraints []string              `json:"constraints"`
+	Calibrated  []string              `json:"calibrated,omitempty"`
+	Sweep       *v1alpha1.SweepStatus `json:"sweep"`
+}
+
+func plan(ctx context.Context, stdout, stderr io.Writer, f *planFlags) error {
+	if f.file == "" {
+		return fmt.Errorf("-f is required: name the SchedExperiment manifest with a sweep")
+	}
+	if f.out != "table" && f.out != "json" {
+		return fmt.Errorf("-o %q: use table or json", f.out)
+	}
+	exp, err := experiment.Load(f.file)
+	if err != nil {
+		return err
+	}
+	if exp.Spec.Sweep == nil {
+		return fmt.Errorf("%s has no spec.sweep: add one (see config/samples/capacity-plan.yaml), or use schedlab simulate", f.file)
+	}
+	shapes, err := planShapes(&exp.Spec, f)
+	if err != nil {
+		return err
+	}
+	opts := experiment.SweepOptions{Workers: f.workers}
+	opts.Duration = f.duration
+	if f.seed >= 0 {
+		s := uint64(f.seed)
+		opts.Seed = &s
+	}
+	out := &PlanOutput{Experiment: exp.Name}
+	for _, c := range exp.Spec.Constraints {
+		out.Constraints = append(out.Constraints, experiment.ConstraintText(c))
+	}
+	if f.calibration != "" {
+		cf, err := experiment.LoadCalibrationFile(f.calibration)
+		if err != nil {
+			return err
+		}
+		opts.Calibration = experiment.CalibrationMap(cf.Shapes)
+		for _, s := range shapes {
+			if _, ok := opts.Calibration[experiment.ShapeName(s)]; ok {
+				out.Calibrated = append(out.Calibrated, experiment.ShapeName(s))
+			}
+		}
+	}
+
+	start := time.Now()
+	var jobs int
+	if f.merge != "" {
+		var shards []*experiment.SweepShard
+		for _, p := range strings.Split(f.merge, ",") {
+			sh, err := readShard(p)
+			if err != nil {
+				return err
+			}
+			shards = append(shards, sh)
+		}
+		out.Sweep, err = experiment.MergeSweep(&exp.Spec, shapes, shards)
+	} else {
+		if !f.quiet {
+			opts.Progress = func(done, total int) {
+				if done == total || done%max(1, total/50) == 0 {
+					fmt.Fprintf(stderr, "\rsimulating sweep points: %d/%d", done, total)
+				}
+			}
+		}
+		jobs = len(shapes) * len(exp.Spec.Variants) * int(experiment.SweepPointCount(exp.Spec.Sweep))
+		out.Sweep, err = experiment.Plan(ctx, &exp.Spec, shapes, opts)
+		if !f.quiet && jobs > 0 {
+			fmt.Fprintln(stderr)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	elapsed := time.Since(start)
+	if f.report != "" {
+		if err := writePlanReport(f.report, &exp.Spec, out); err != nil {
+			return fmt.Errorf("--report: %w", err)
+		}
+	}
+	if f.out == "json" {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(out)
+	}
+	if f.merge == "" {
+		fmt.Fprintf(stdout, "%s: %d simulations of %s each in %s\n", exp.Name, jobs, out.Sweep.SimulatedWindow, elapsed.Round(10*time.Millisecond))
+	}
+	return writePlanTable(stdout, &exp.Spec, out)
+}
+
+// planShapes resolves the node shapes: --cpus (a list) with the other shape
+// flags overrides spec.simulation.nodes; with neither, this machine's shape.
+// A --cpus shape keeps the count of a spec shape with the same CPUs.
+func planShapes(spec *v1alpha1.SchedExperimentSpec, f *planFlags) ([]v1alpha1.NodeShape, error) {
+	var specNodes []v1alpha1.NodeShape
+	if spec.Simulation != nil {
+		specNodes = spec.Simulation.Nodes
+	}
+	if f.cpus == "" && f.scheduler == "" && f.hz == 0 && f.preempt == "" {
+		if len(specNodes) > 0 {
+			return specNodes, nil
+		}
+		return []v1alpha1.NodeShape{localShape()}, nil
+	}
+	var cpus []int
+	if f.cpus != "" {
+		for _, s := range strings.Split(f.cpus, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(s))
+			if err != nil || n < 1 || n > 1024 {
+				return nil, fmt.Errorf("--cpus %q: give CPU counts 1..1024, comma-separated", f.cpus)
+			}
+			cpus = append(cpus, n)
+		}
+	}
+	var shapes []v1alpha1.NodeShape
+	if len(cpus) == 0 {
+		shapes = append(shapes, specNodes...)
+		if len(shapes) == 0 {
+			shapes = append(shapes, localShape())
+		}
+	}
+	for _, n := range cpus {
+		base := localShape()
+		if len(specNodes) > 0 {
+			base = specNodes[0]
+			base.Count = nil
+		}
+		for _, s := range specNodes {
+			if int(s.CPUs) == n {
+				base = s
+			}
+		}
+		base.CPUs = int32(n)
+		shapes = append(shapes, base)
+	}
+	sf := shapeFlags{scheduler: f.scheduler, hz: f.hz, preempt: f.preempt}
+	for i := range shapes {
+		one, err := sf.shapesFrom(shapes[i])
+		if err != nil {
+			return nil, err
+		}
+		shapes[i] = one
+	}
+	return shapes, nil
+}
+
+// shapesFrom applies the scheduler, hz and preempt flags to a shape.
+func (f *shapeFlags) shapesFrom(base v1alpha1.NodeShape) (v1alpha1.NodeShape, error) {
+	if f.scheduler != "" {
+		s, err := experiment.ParseScheduler(f.scheduler)
+		if err != nil {
+			return base, fmt.Errorf("--scheduler: %w", err)
+		}
+		base.Scheduler = s
+	}
+	if f.hz != 0 {
+		switch f.hz {
+		case 100, 250, 300, 1000:
+		default:
+			return base, fmt.Errorf("--hz %d: use 100, 250, 300 or 1000", f.hz)
+		}
+		base.HZ = int32(f.hz)
+	}
+	if f.preempt != "" {
+		p, err := experiment.ParsePreempt(f.preempt)
+		if err != nil {
+			return base, fmt.Errorf("--preempt: %w", err)
+		}
+		base.Preempt = p
+	}
+	return base, nil
+}
+
+func readShard(path string) (*experiment.SweepShard, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var sh experiment.SweepShard
+	if err := json.Unmarshal(data, &sh); err != nil {
+		return nil, fmt.Errorf("%s: not the output of schedlab simulate --shard: %w", path, err)
+	}
+	if sh.Shards < 1 {
+		return nil, errors.New(path + ": not the output of schedlab simulate --shard (no shards field)")
+	}
+	return &sh, nil
+}
+
+// writePlanTable prints each curve (point by point, the constrained and
+// objective metrics, ok or the constraint broken) and the answers.
+func writePlanTable(w io.Writer, spec *v1alpha1.SchedExperimentSpec, out *PlanOutput) error {
+	st := out.Sweep
+	if len(out.Constraints) > 0 {
+		fmt.Fprintf(w, "constraints: %s\n", strings.Join(out.Constraints, ", "))
+	}
+	if len(out.Calibrated) > 0 {
+		fmt.Fprintf(w, "calibrated shapes: %s\n", strings.Join(out.Calibrated, ", "))
+	}
+	cols := experiment.SweepColumns(spec)
+	for _, s := range st.Shapes {
+		fmt.Fprintf(w, "\n%s × %d, variant %s\n", s.Shape, s.Count, s.Variant)
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+		hdr := append(append([]string{}, st.Parameters...), st.Columns...)
+		fmt.Fprintln(tw, strings.Join(hdr, "\t")+"\tok\t")
+		for _, p := range s.Points {
+			var row []string
+			for _, v := range p.At {
+				row = append(row, strconv.FormatInt(v, 10))
+			}
+			for _, v := range p.Values {
+				row = append(row, strconv.FormatFloat(v, 'f', prec(v), 64))
+			}
+			ok := "yes"
+			switch {
+			case p.Unsupported != "":
+				ok = "unsupported"
+				for range cols {
+					row = append(row, "-")
+				}
+			case !p.OK:
+				ok = "no"
+			}
+			if s.Answer != nil && sameAt(s.Answer.At, p.At) {
+				ok += " <- answer"
+			}
+			fmt.Fprintln(tw, strings.Join(row, "\t")+"\t"+ok+"\t")
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintln(w, "\nanswers:")
+	for _, line := range experiment.SweepSummary(spec, st) {
+		fmt.Fprintln(w, "  "+line)
+	}
+	if fl := st.Fleet; fl != nil {
+		fmt.Fprintf(w, "fleet: %d %s over %d nodes (%s)\n", fl.Total, fl.Parameter, fl.Nodes, strings.Join(fl.PerShape, ", "))
+	}
+	return nil
+}
+
+func prec(v float64) int {
+	switch {
+	case v == 0:
+		return 0
+	case v < 1 && v > -1:
+		return 4
+	case v < 100 && v > -100:
+		return 2
+	}
+	return 1
+}
+
+func sameAt(a, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// writePlanReport writes plan.json and one chart per curve column.
+func writePlanReport(dir string, spec *v1alpha1.SchedExperimentSpec, out *PlanOutput) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(out, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "plan.json"), append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	return writePlanCharts(dir, spec, out.Sweep)
+}
+
+// simulateShard is `schedlab simulate --shard i/n`: one deterministic slice
+// of the sweep's jobs (every n-th, from i), printed as JSON for
+// `schedlab plan --merge`. An indexed Job runs it with i from
+// JOB_COMPLETION_INDEX.
+func simulateShard(w io.Writer, file, spec string, sf *shapeFlags) error {
+	i, n, err := parseShard(spec)
+	if err != nil {
+		return err
+	}
+	if file == "" {
+		return fmt.Errorf("-f is required: name the SchedExperiment manifest with a sweep")
+	}
+	exp, err := experiment.Load(file)
+	if err != nil {
+		return err
+	}
+	if exp.Spec.Sweep == nil {
+		return fmt.Errorf("--shard needs spec.sweep: %s has none", file)
+	}
+	shapes, err := sf.shapes(&exp.Spec)
+	if err != nil {
+		return err
+	}
+	opts := experiment.SweepOptions{PredictOptions: sf.options(), Shard: i, Shards: n}
+	sh, err := experiment.RunSweep(context.Background(), &exp.Spec, shapes, opts)
+	if err != nil {
+		return err
+	}
+	sh.Experiment = exp.Name
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(sh)
+}
+
+// parseShard reads "i/n" (0 <= i < n <= 1000).
+func parseShard(s string) (int, int, error) {
+	a, b, ok := strings.Cut(s, "/")
+	i, err1 := strconv.Atoi(a)
+	n, err2 := strconv.Atoi(b)
+	if !ok || err1 != nil || err2 != nil || n < 1 || n > 1000 || i < 0 || i >= n {
+		return 0, 0, fmt.Errorf("--shard %q: write i/n with 0 <= i < n <= 1000, e.g. 0/4", s)
+	}
+	return i, n, nil
+}
