@@ -225,7 +225,7 @@ func (s *sim) loadBalance(dst int32, idle, newIdle bool) bool {
 		s.cpuPelt(c)
 		cpu := &s.cpus[c]
 		st := lbStat{nr: s.rqs[cpu.root].hNr, load: s.cpuLoad(c)}
-		st.typ = groupClassify(st.nr, cpu.util.avg, cpu.runnable.avg)
+		st.typ = groupClassify(st.nr, cpu.pl.util, cpu.pl.runnable)
 		total += st.load
 		if c == dst {
 			local = st

@@ -11,7 +11,7 @@ func (s *sim) schedule(c int32) {
 	cpu.lazyResched = false
 	prev := cpu.curr
 	prevPut := false
-	if prev >= 0 {
+	if prev >= 0 && s.anyQuota {
 		// check_cfs_rq_runtime() on the way down (pick_next_task_fair)
 		// throttles queues whose group ran dry, then takes the simple path.
 		throttled := false
@@ -164,7 +164,7 @@ func (s *sim) armRunEnd(c int32) {
 }
 
 // runEnd handles the end of a CPU burst of the task running on c.
-func (s *sim) runEnd(c int32, ver uint32) {
+func (s *sim) runEnd(c int32, ver uint16) {
 	cpu := &s.cpus[c]
 	if cpu.ver != ver || cpu.curr < 0 {
 		return
@@ -376,12 +376,12 @@ func (s *sim) migrateTask(ti, c int32) {
 	s.detachTaskLoad(ti)
 	s.cpuPelt(old)
 	s.taskPelt(ti)
-	s.cpus[old].util.avg = max(0, s.cpus[old].util.avg-t.util.avg)
-	s.cpus[old].runnable.avg = max(0, s.cpus[old].runnable.avg-t.runnable.avg)
+	s.cpus[old].pl.util = max(0, s.cpus[old].pl.util-t.pl.util)
+	s.cpus[old].pl.runnable = max(0, s.cpus[old].pl.runnable-t.pl.runnable)
 	s.placeTaskOnCPU(ti, c)
 	s.cpuPelt(c)
-	s.cpus[c].util.avg += t.util.avg
-	s.cpus[c].runnable.avg += t.runnable.avg
+	s.cpus[c].pl.util += t.pl.util
+	s.cpus[c].pl.runnable += t.pl.runnable
 	s.attachTaskLoad(ti)
 	if s.trace != nil {
 		s.trace("migrate task%d cpu%d->cpu%d", ti, old, c)

@@ -205,12 +205,14 @@ func (s *sim) pickEEVDF(cq int32, protect bool) int32 {
 		avg += (c.vruntime - r.minV) * c.weight
 		load += c.weight
 	}
+	// (v - min_vruntime) * load <= avg  ⟺  v - min_vruntime <= floor(avg / load)
+	limit := r.minV + floorDiv(avg, load)
 	best := int32(-1)
 	var bd, bv int64
 	var bs uint64
 	for _, x := range r.tree {
 		e := &s.ents[x]
-		if (e.vruntime-r.minV)*load > avg {
+		if e.vruntime > limit {
 			continue
 		}
 		if best < 0 || e.deadline < bd || (e.deadline == bd && (e.vruntime < bv || (e.vruntime == bv && e.treeSeq < bs))) {

@@ -60,3 +60,20 @@ func (p *pelt) update(tab *peltTables, now int64, v float64) {
 	p.avg = float64(p.avg*d) + float64(v*float64(1-d))
 	p.t += n << peltPeriodShift
 }
+
+// pelt2 is two averages that change state together (util and runnable).
+type pelt2 struct {
+	util, runnable float64
+	t              int64
+}
+
+func (p *pelt2) update(tab *peltTables, now int64, u, r float64) {
+	n := (now - p.t) >> peltPeriodShift
+	if n <= 0 {
+		return
+	}
+	d := tab.decay(n)
+	p.util = float64(p.util*d) + float64(u*float64(1-d))
+	p.runnable = float64(p.runnable*d) + float64(r*float64(1-d))
+	p.t += n << peltPeriodShift
+}

@@ -164,7 +164,7 @@ type task struct {
 	pat Pattern
 	rng *rand.Rand
 
-	util, runnable pelt
+	pl pelt2 // util_avg and runnable_avg
 
 	// window metrics
 	cpuNs      int64
@@ -177,12 +177,12 @@ type task struct {
 
 type cpuState struct {
 	root            int32
-	curr            int32 // running task, -1 when idle
-	ver             uint32
+	curr            int32  // running task, -1 when idle
+	ver             uint16 // bumped at every switch; a run-end event for an older version is stale (a wrapped match is harmless: runEnd re-checks the work done)
 	needResched     bool
 	lazyResched     bool
 	tasks           []int32 // tasks queued on this CPU (cfs_tasks), including curr
-	util, runnable  pelt
+	pl              pelt2   // util_avg and runnable_avg of the CPU
 	idleStamp       int64
 	avgIdle         int64
 	nextBalance     int64
@@ -196,7 +196,7 @@ type event struct {
 	seq  uint64
 	a    int32
 	kind uint8
-	ver  uint32
+	ver  uint16
 }
 
 type sim struct {
@@ -625,7 +625,7 @@ func (s *sim) reschedCurr(c int32, lazy bool) {
 	}
 }
 
-// ---- event queue: a binary heap ordered by (t, seq) ----
+// ---- event queue: a 4-ary heap ordered by (t, seq) ----
 
 func (s *sim) push(e event) {
 	e.seq = s.seq
@@ -634,13 +634,14 @@ func (s *sim) push(e event) {
 	h := s.ev
 	i := len(h) - 1
 	for i > 0 {
-		p := (i - 1) / 2
-		if !evLess(&h[i], &h[p]) {
+		p := (i - 1) >> 2
+		if !evLess(&e, &h[p]) {
 			break
 		}
-		h[i], h[p] = h[p], h[i]
+		h[i] = h[p]
 		i = p
 	}
+	h[i] = e
 }
 
 func evLess(a, b *event) bool {
@@ -651,25 +652,32 @@ func (s *sim) pop() event {
 	h := s.ev
 	top := h[0]
 	n := len(h) - 1
-	h[0] = h[n]
+	last := h[n]
 	s.ev = h[:n]
-	h = s.ev
+	h = h[:n]
+	if n == 0 {
+		return top
+	}
 	i := 0
 	for {
-		l := 2*i + 1
-		if l >= n {
+		c := 4*i + 1
+		if c >= n {
 			break
 		}
-		m := l
-		if r := l + 1; r < n && evLess(&h[r], &h[l]) {
-			m = r
+		m := c
+		end := min(c+4, n)
+		for j := c + 1; j < end; j++ {
+			if evLess(&h[j], &h[m]) {
+				m = j
+			}
 		}
-		if !evLess(&h[m], &h[i]) {
+		if !evLess(&h[m], &last) {
 			break
 		}
-		h[i], h[m] = h[m], h[i]
+		h[i] = h[m]
 		i = m
 	}
+	h[i] = last
 	return top
 }
 
@@ -758,16 +766,21 @@ func (s *sim) syncTgContrib(cq int32) {
 
 func (s *sim) cpuPelt(c int32) {
 	cpu := &s.cpus[c]
+	if s.now-cpu.pl.t < 1<<peltPeriodShift {
+		return
+	}
 	u := 0.0
 	if cpu.curr >= 0 {
 		u = 1024
 	}
-	cpu.util.update(s.pt, s.now, u)
-	cpu.runnable.update(s.pt, s.now, float64(s.rqs[cpu.root].hNr)*1024)
+	cpu.pl.update(s.pt, s.now, u, float64(s.rqs[cpu.root].hNr)*1024)
 }
 
 func (s *sim) taskPelt(ti int32) {
 	t := &s.tasks[ti]
+	if s.now-t.pl.t < 1<<peltPeriodShift {
+		return
+	}
 	u, r := 0.0, 0.0
 	if t.running {
 		u = 1024
@@ -775,8 +788,7 @@ func (s *sim) taskPelt(ti int32) {
 	if t.state == tsQueued {
 		r = 1024
 	}
-	t.util.update(s.pt, s.now, u)
-	t.runnable.update(s.pt, s.now, r)
+	t.pl.update(s.pt, s.now, u, r)
 }
 
 // ---- window accounting ----
