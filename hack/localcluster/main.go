@@ -1,0 +1,64 @@
+// Command localcluster runs a single-node Kubernetes cluster on this machine: etcd,
+// kube-apiserver, kube-controller-manager and kube-scheduler from bin/k8s (make k8s-bins), and a
+// fake kubelet that runs Pods as local processes. See package cluster.
+//
+//	go run ./hack/localcluster up --dir _out/localcluster
+//
+// prints the admin kubeconfig's path and runs until SIGINT or SIGTERM, then stops every
+// process it started.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/schedlab/schedlab/hack/localcluster/cluster"
+)
+
+func main() {
+	if len(os.Args) < 2 || os.Args[1] != "up" {
+		fmt.Fprintf(os.Stderr, "usage: %s up --dir DIR [flags]\n", os.Args[0])
+		os.Exit(2)
+	}
+	fs := flag.NewFlagSet("up", flag.ExitOnError)
+	var o cluster.Options
+	fs.StringVar(&o.Dir, "dir", "", "directory for certificates, etcd data, logs, kubeconfig and pod output (required)")
+	fs.StringVar(&o.K8sBinDir, "k8s-bin-dir", "", "directory with etcd, kube-apiserver, kube-controller-manager, kube-scheduler (default <repo>/bin/k8s)")
+	fs.StringVar(&o.BinaryDir, "bin-dir", "", "directory that resolves a pod's relative command[0] (default <repo>/bin)")
+	fs.StringVar(&o.NodeName, "node-name", "", "name of this machine's Node (default: host name)")
+	fs.BoolVar(&o.DisableKubelet, "no-kubelet", false, "run the control plane only")
+	quiet := fs.Bool("quiet", false, "print only the kubeconfig path")
+	_ = fs.Parse(os.Args[2:])
+	if o.Dir == "" {
+		fmt.Fprintln(os.Stderr, "localcluster up: --dir is required")
+		os.Exit(2)
+	}
+	logger := log.New(os.Stderr, "localcluster: ", log.Ltime)
+	if !*quiet {
+		o.Logf = logger.Printf
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	c, err := cluster.Start(ctx, o)
+	if err != nil {
+		logger.Fatal(err)
+	}
+	fmt.Println(c.Kubeconfig)
+	if !*quiet {
+		logger.Printf("cluster is up: export KUBECONFIG=%s (bin/k8s/kubectl get nodes); Ctrl-C stops it", c.Kubeconfig)
+	}
+	select {
+	case <-ctx.Done():
+		c.Stop()
+	case <-c.Done():
+		err := c.Err()
+		c.Stop()
+		logger.Fatalf("a control plane component stopped: %v", err)
+	}
+}
