@@ -122,8 +122,15 @@ func (r *runner) window(ctx context.Context, settings []host.Setting, rep int) (
 		return nil, 0, err
 	}
 	wspec := workload.Spec{Tasks: tasks(r.spec, replicas, rep), WorkerBinary: r.opts.WorkerBinary, RunID: wid}
+	// Package workload opens these files itself: give it their paths as
+	// this process sees them (under Options.Root).
+	for i := range wspec.Tasks {
+		if wspec.Tasks[i].CgroupProcs != "" {
+			wspec.Tasks[i].CgroupProcs = r.fsys.Abs(wspec.Tasks[i].CgroupProcs)
+		}
+	}
 	if r.cg != nil {
-		wspec.RootProcs = r.cg.RootProcs()
+		wspec.RootProcs = r.fsys.Abs(r.cg.RootProcs())
 	}
 	set, err := workload.Start(ctx, wspec)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -110,7 +111,20 @@ func readMounts(fsys FS) ([]*mountinfo.Info, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mounts: %w", err)
 	}
-	return mountinfo.GetMountsFromReader(bytes.NewReader(b), nil)
+	mounts, err := mountinfo.GetMountsFromReader(bytes.NewReader(b), nil)
+	if err != nil {
+		return nil, err
+	}
+	// An agent in a container sees the host's file systems under its root
+	// (/host/sys/fs/cgroup): mount points are made host paths again.
+	if root := filepath.Clean(fsys.Root()); root != "/" {
+		for _, m := range mounts {
+			if rel, ok := strings.CutPrefix(m.Mountpoint, root+"/"); ok {
+				m.Mountpoint = "/" + rel
+			}
+		}
+	}
+	return mounts, nil
 }
 
 // cpuController finds the hierarchy of the cpu controller: cgroup v2 when

@@ -1,7 +1,9 @@
 package workload
 
 import (
+	"encoding/binary"
 	"fmt"
+	"math"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
@@ -85,40 +87,95 @@ func (h *Histogram) SummaryUs() v1alpha1.LatencySummary {
 	}
 }
 
-// MarshalBinary encodes the histogram compactly (HdrHistogram's compressed
-// V2 encoding, preceded by the clamped count).
+// countsLen is the length of the counts array of this package's geometry.
+var countsLen = len(hdrhistogram.New(histLowest, histHighest, histDigits).Export().Counts)
+
+// Wire format: a version byte, the clamped count, the number of non-zero
+// buckets, then for each the gap in bucket index from the previous one and
+// its count, all as unsigned varints. Latency histograms have a few hundred
+// non-zero buckets among ~25k, so this is a few hundred bytes, and encoding,
+// decoding and merging stay exact and take microseconds (HdrHistogram's own
+// compressed V2 encoding took ~4 ms per histogram here).
+const wireVersion = 1
+
+// MarshalBinary encodes the histogram compactly; see UnmarshalBinary.
 func (h *Histogram) MarshalBinary() ([]byte, error) {
-	b, err := h.h.Encode(hdrhistogram.V2CompressedEncodingCookieBase)
-	if err != nil {
-		return nil, fmt.Errorf("encoding histogram: %w", err)
+	counts := h.h.Export().Counts
+	nz := 0
+	for _, c := range counts {
+		if c != 0 {
+			nz++
+		}
 	}
-	out := make([]byte, 8, 8+len(b))
-	for i := range 8 {
-		out[i] = byte(uint64(h.clamped) >> (8 * i))
+	out := make([]byte, 0, 1+2*binary.MaxVarintLen64+nz*6)
+	out = append(out, wireVersion)
+	out = binary.AppendUvarint(out, uint64(h.clamped))
+	out = binary.AppendUvarint(out, uint64(nz))
+	prev := -1
+	for i, c := range counts {
+		if c == 0 {
+			continue
+		}
+		if c < 0 {
+			return nil, fmt.Errorf("encoding histogram: negative count %d at bucket %d", c, i)
+		}
+		out = binary.AppendUvarint(out, uint64(i-prev))
+		out = binary.AppendUvarint(out, uint64(c))
+		prev = i
 	}
-	return append(out, b...), nil
+	return out, nil
 }
 
-// UnmarshalBinary decodes what MarshalBinary encoded.
+// UnmarshalBinary decodes what MarshalBinary encoded, checking every bucket
+// index and count.
 func (h *Histogram) UnmarshalBinary(b []byte) error {
-	if len(b) < 8 {
-		return fmt.Errorf("decoding histogram: %d bytes is too short", len(b))
+	if len(b) < 1 || b[0] != wireVersion {
+		return fmt.Errorf("decoding histogram: not a version %d histogram", wireVersion)
 	}
-	var c uint64
-	for i := range 8 {
-		c |= uint64(b[i]) << (8 * i)
+	off := 1 // an offset, not a re-sliced b: no pointer writes in the loop
+	next := func(what string) (uint64, error) {
+		v, n := binary.Uvarint(b[off:])
+		if n <= 0 {
+			return 0, fmt.Errorf("decoding histogram: truncated at %s", what)
+		}
+		off += n
+		return v, nil
 	}
-	d, err := hdrhistogram.Decode(b[8:])
+	clamped, err := next("the clamped count")
 	if err != nil {
+		return err
+	}
+	nz, err := next("the bucket count")
+	if err != nil {
+		return err
+	}
+	if nz > uint64(countsLen) {
+		return fmt.Errorf("decoding histogram: %d buckets, the geometry has %d", nz, countsLen)
+	}
+	counts := make([]int64, countsLen)
+	idx := -1
+	for range nz {
+		gap, err := next("a bucket index")
+		if err != nil {
+			return err
+		}
+		c, err := next("a bucket count")
+		if err != nil {
+			return err
+		}
+		if gap == 0 || gap > uint64(countsLen) || idx+int(gap) >= countsLen || c == 0 || c > math.MaxInt64/2 {
+			return fmt.Errorf("decoding histogram: bad bucket (gap %d, count %d) after index %d", gap, c, idx)
+		}
+		idx += int(gap)
+		counts[idx] = int64(c)
+	}
+	if off != len(b) {
+		return fmt.Errorf("decoding histogram: %d bytes left over", len(b)-off)
+	}
+	snap := &hdrhistogram.Snapshot{LowestTrackableValue: histLowest, HighestTrackableValue: histHighest, SignificantFigures: histDigits, Counts: counts}
+	if err := snap.Validate(); err != nil {
 		return fmt.Errorf("decoding histogram: %w", err)
 	}
-	if d.LowestTrackableValue() != histLowest || d.HighestTrackableValue() < histHighest || d.SignificantFigures() != histDigits {
-		return fmt.Errorf("decoding histogram: geometry %d..%d/%d is not %d..%d/%d",
-			d.LowestTrackableValue(), d.HighestTrackableValue(), d.SignificantFigures(), histLowest, histHighest, histDigits)
-	}
-	n := NewHistogram()
-	n.h.Merge(d)
-	n.clamped = int64(c)
-	*h = *n
+	*h = Histogram{h: hdrhistogram.Import(snap), clamped: int64(clamped)}
 	return nil
 }
