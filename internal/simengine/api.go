@@ -1,22 +1,3 @@
-// Package simengine is a deterministic discrete-event simulator of the Linux
-// fair scheduler (CFS as of v6.1 and EEVDF as of v6.6..v6.12).
-//
-// It models per-CPU runqueues, hierarchical task groups with per-CPU group
-// entities whose weight follows calc_group_shares (or a fixed-weight
-// alternative), autogroup per session, nice weights and policies, custom
-// slices, the tick, the preemption model, wakeup placement and preemption,
-// cpu.max bandwidth throttling and periodic, idle and new-idle load balancing.
-//
-// The same Input (including Seed) always gives the same Result, bit for bit:
-// simulated time is an integer nanosecond clock, there is one event queue
-// ordered by (time, sequence), all randomness comes from generators the run
-// owns, and nothing in the event loop depends on map order, goroutines or the
-// wall clock. Run keeps no package-level mutable state, so it is safe to call
-// from many goroutines at once.
-//
-// Kernel rules live in functions named after their kernel counterparts
-// (placeEntity, pickEEVDF, updateDeadline, calcGroupShares, ...); each says
-// which kernel function and version it follows.
 package simengine
 
 import "io"

@@ -1,0 +1,81 @@
+// Package simengine is a deterministic discrete-event simulator of the Linux
+// fair scheduler: EEVDF (v6.6..v6.12, with the v6.12 defaults) and CFS
+// (modelled on v6.1), selected per node.
+//
+// # Determinism
+//
+// Simulated time is an integer nanosecond clock. There is one event queue
+// ordered by (time, sequence). All randomness comes from generators the run
+// owns (a PCG per task, seeded from Input.Seed and the task's index).
+// Nothing in the event loop depends on map order, goroutines or the wall
+// clock. Scheduling state is integer; the floating-point state (PELT
+// averages, group shares) uses plain IEEE arithmetic from literal constants,
+// and Burst durations come from math/rand/v2's ExpFloat64. The same Input
+// gives byte-identical JSON output on a given architecture (the golden files
+// in testdata were recorded on amd64). Run keeps no package-level mutable
+// state and may be called concurrently.
+//
+// # What is modelled
+//
+//   - Per-CPU root cfs_rq; per task group (cgroup, or autogroup per session
+//     when autogroup is on) a cfs_rq and a group entity on every CPU.
+//     Group entity weights follow calc_group_shares() with PELT load averages
+//     (32-period half-life, 1024 µs periods, changes published to the task
+//     group when above 1/64, as update_tg_load_avg() does), or the full
+//     shares on every CPU when the simulator-only feature SMP_FAIR_GROUPS is
+//     off.
+//   - Weights: sched_prio_to_weight for nice, cgroup v2 weight → shares,
+//     SCHED_IDLE and cpu.idle groups at weight 3 with the idle-preemption
+//     rules, SCHED_BATCH without wakeup preemption.
+//   - EEVDF: avg_vruntime, eligibility, virtual deadlines, lag kept across
+//     sleep and scaled on reweight (PLACE_LAG), half-slice first deadlines
+//     (PLACE_DEADLINE_INITIAL), RUN_TO_PARITY slice protection, custom slices
+//     with group entities taking the smallest slice below them,
+//     PREEMPT_SHORT, DELAY_DEQUEUE with DELAY_ZERO.
+//   - CFS: vruntime, min_vruntime, sched_slice/sched_period (ALT_PERIOD,
+//     BASE_SLICE), START_DEBIT, the GENTLE_FAIR_SLEEPERS sleeper credit,
+//     check_preempt_tick, wakeup preemption with wakeup_gran, vruntime
+//     normalisation on migration.
+//   - The tick at HZ (ticks aligned across CPUs; idle CPUs are tickless),
+//     the preemption model (see checkPreemptWakeup), cpu.max bandwidth with
+//     throttling and period-timer unthrottling, debt carried over.
+//   - SMP: fork balancing, wakeup placement (wake_affine with WA_IDLE,
+//     WA_WEIGHT, WA_BIAS, then select_idle_sibling), periodic, nohz-idle and
+//     new-idle load balancing with group classification, migrate_task and
+//     migrate_load imbalances, task_hot() with the migration cost,
+//     nr_migrate and nr_balance_failed, h_load-based task loads.
+//   - Workload patterns Hog, Periodic, LatencyProbe, PingPong and Burst, and
+//     the metrics: CPU, share, wakeup latency (log-linear histogram, ≤3%
+//     bucket width), context switches, deadline misses, operations.
+//   - Calibration: timer and wakeup overheads delay wakeups, the context
+//     switch cost is charged to the incoming task, background load slows the
+//     task clock (as IRQ time is excluded from rq_clock_task).
+//
+// # Simplifications
+//
+//   - One flat scheduling domain spanning all CPUs (one LLC, no SMT or NUMA
+//     levels), CPUs of equal capacity, no active balancing, no misfit or
+//     asymmetric capacity, no energy-aware placement, no SIS_UTIL limit
+//     on the idle-CPU scan.
+//   - Only the fair class: no RT/deadline tasks, no kernel threads beyond
+//     Calibration.BackgroundLoad.
+//   - No buddies (NEXT_BUDDY, LAST_BUDDY, skip buddy), no HRTICK, no
+//     core scheduling, no uclamp.
+//   - Bandwidth uses one runtime pool per group instead of 5 ms per-CPU
+//     slices; throttling happens at the next update_curr (the tick or a
+//     scheduling event), as the kernel's does without HRTICK.
+//   - PELT signals are evaluated lazily in whole 1024 µs periods; the
+//     time left over is carried to the next update and attributed to the
+//     signal's value then. Migrations move load, util and runnable averages
+//     with the task and propagate the change to the group entities above
+//     approximately (in proportion), not with update_tg_cfs_load()'s exact
+//     sums.
+//   - The runqueue is an unsorted slice scanned in O(n) per pick instead of
+//     an augmented rb-tree; ties are broken as the tree would (insertion
+//     order).
+//   - h_nr_running does not count delayed (DELAY_DEQUEUE) tasks, as
+//     h_nr_runnable does from v6.13, so a CPU holding only delayed tasks
+//     counts as idle for wakeup placement and balancing.
+//   - PingPong: the waker blocks right after the wakeup, so a wakeup onto
+//     the waker's own CPU (WF_SYNC) does not preempt it.
+package simengine
