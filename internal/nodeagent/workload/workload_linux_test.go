@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -146,8 +147,10 @@ func TestHogAloneUsesOneCPU(t *testing.T) {
 	if noise < quietNoise && !near(m.CPU, 1, 0.05) {
 		t.Errorf("one hog on a quiet machine used %.3f CPUs, want ≈1", m.CPU)
 	}
-	if m.CPU < 0.3 {
-		t.Errorf("one hog used %.3f CPUs, want ≥0.3 even on this busy machine (noise %.2f)", m.CPU, noise)
+	// Always runnable, a hog leaves no CPU idle: it gets at least what the
+	// rest of the machine left, up to one CPU.
+	if left := math.Min(1, float64(runtime.NumCPU())-noise); m.CPU < left-0.1 {
+		t.Errorf("one hog used %.3f CPUs while the rest of the machine left %.2f", m.CPU, left)
 	}
 	if m.WakeupLatencyUs != nil || m.OpsPerSec != nil || m.DeadlineMissRatio != nil {
 		t.Errorf("a Hog reports no latency, ops or misses: %+v", m)
