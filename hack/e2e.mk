@@ -1,0 +1,55 @@
+# The container image, the Helm chart, the end-to-end test and the demo. Included by the
+# top-level Makefile (-include hack/e2e.mk).
+
+# A container tool: docker, or podman with the same command line.
+CONTAINER_TOOL ?= docker
+# Where `make demo` writes its report (REPORT_DIR=... to keep it somewhere else).
+DEMO_REPORT_DIR ?= $(CURDIR)/_out/demo
+# The sample `make demo` runs (a SchedExperiment manifest).
+DEMO_SAMPLE ?= config/samples/weights-100-200-400.yaml
+HELM := $(CURDIR)/bin/helm
+
+##@ Image
+
+.PHONY: docker-build
+docker-build: ## Build the image $(IMG) (manager and agent); its build stage runs what `make build` runs.
+	$(CONTAINER_TOOL) build -t $(IMG) .
+
+.PHONY: docker-push
+docker-push: ## Push the image $(IMG).
+	$(CONTAINER_TOOL) push $(IMG)
+
+##@ Helm chart
+
+.PHONY: helm
+helm: ## Build helm (pinned in hack/helm/go.mod) into bin/helm.
+	bash hack/helm/build.sh $(HELM)
+
+# `make manifests` also regenerates the chart's copy of the RBAC rules.
+manifests: chart-rbac
+
+.PHONY: chart-rbac
+chart-rbac: ## Generate the agent's ClusterRole (config/agent) and the chart's RBAC rules (charts/schedlab/files/rbac) from the markers.
+	$(GO) tool controller-gen rbac:roleName=schedlab-agent paths="./controllers/agent/..." output:rbac:artifacts:config=config/agent
+	@mkdir -p charts/schedlab/files/rbac
+	$(GO) tool controller-gen rbac:roleName=schedlab-manager paths="./api/..." paths="./controllers/..." output:rbac:artifacts:config=charts/schedlab/files/rbac
+	cp config/agent/role.yaml charts/schedlab/files/rbac/agent_role.yaml
+
+.PHONY: helm-lint
+helm-lint: helm ## helm lint --strict and helm template the chart.
+	$(HELM) lint --strict charts/schedlab
+	$(HELM) template schedlab charts/schedlab --namespace schedlab-system >/dev/null
+
+.PHONY: helm-template
+helm-template: helm ## Print the chart rendered with its default values.
+	@$(HELM) template schedlab charts/schedlab --namespace schedlab-system --include-crds
+
+##@ End to end
+
+.PHONY: test-e2e
+test-e2e: k8s-bins build ## The end-to-end tests only: chart and kustomize against a real API server; the whole flow on this machine (root).
+	$(GO) test -count=1 -timeout 15m -v ./test/e2e/...
+
+.PHONY: demo
+demo: k8s-bins build ## Run a real experiment on this machine through a local cluster (Simulate mode without root); report in $(DEMO_REPORT_DIR).
+	REPORT_DIR=$(DEMO_REPORT_DIR) SAMPLE=$(DEMO_SAMPLE) bash hack/demo.sh
