@@ -115,7 +115,9 @@ func (s *sim) switchOut(c, ti int32) {
 	s.taskPelt(ti)
 	t.running = false
 	cpu.curr = -1
-	cpu.ver++
+	if cpu.runEndT != never {
+		s.setRunEnd(c, never)
+	}
 	if t.state == tsQueued && s.inWindow() {
 		t.invol++ // preempted while runnable
 	}
@@ -130,7 +132,6 @@ func (s *sim) switchIn(c, ti int32) {
 	s.taskPelt(ti)
 	t.running = true
 	cpu.curr = ti
-	cpu.ver++
 	t.listStamp = s.now // list_move to the head of cfs_tasks
 	s.setIdle(c, false)
 	if s.ctxNs > 0 && t.workEnd != never {
@@ -160,16 +161,12 @@ func (s *sim) armRunEnd(c int32) {
 	if rem < 0 {
 		rem = 0
 	}
-	s.push(event{t: s.now + s.unscaleExec(rem), kind: evRunEnd, a: c, ver: cpu.ver})
+	s.setRunEnd(c, s.now+s.unscaleExec(rem))
 }
 
 // runEnd handles the end of a CPU burst of the task running on c.
-func (s *sim) runEnd(c int32, ver uint16) {
-	cpu := &s.cpus[c]
-	if cpu.ver != ver || cpu.curr < 0 {
-		return
-	}
-	ti := cpu.curr
+func (s *sim) runEnd(c int32) {
+	ti := s.cpus[c].curr
 	t := &s.tasks[ti]
 	s.updateCurr(s.ents[t.se].rq)
 	if s.ents[t.se].sumExec < t.workEnd {

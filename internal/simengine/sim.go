@@ -178,7 +178,9 @@ type task struct {
 type cpuState struct {
 	root            int32
 	curr            int32  // running task, -1 when idle
-	ver             uint16 // bumped at every switch; a run-end event for an older version is stale (a wrapped match is harmless: runEnd re-checks the work done)
+	runEndT         int64  // end of the running task's CPU burst, never if none
+	runEndSeq       uint64 // event sequence of that run end (ties with queued events)
+	hpos            int32  // position in the run-end heap
 	needResched     bool
 	lazyResched     bool
 	tasks           []int32 // tasks queued on this CPU (cfs_tasks), including curr
@@ -196,7 +198,6 @@ type event struct {
 	seq  uint64
 	a    int32
 	kind uint8
-	ver  uint16
 }
 
 type sim struct {
@@ -226,6 +227,7 @@ type sim struct {
 	cpus  []cpuState
 
 	pending  []int32
+	rh       []int32 // run-end heap of CPUs
 	idleMask []uint64
 	scratch  []int32
 	pt       *peltTables
@@ -347,6 +349,9 @@ func (s *sim) build() {
 		s.cpus[c].curr = -1
 		s.cpus[c].avgIdle = 2 * s.migrationCost // rq->avg_idle = 2*sysctl_sched_migration_cost (sched_init)
 		s.cpus[c].nextBalance = s.balanceIntervalNs
+		s.cpus[c].runEndT = never
+		s.cpus[c].hpos = c
+		s.rh = append(s.rh, c)
 		s.setIdle(c, true)
 	}
 	autogroup := in.Knobs.Autogroup == nil || *in.Knobs.Autogroup
@@ -566,9 +571,21 @@ func (s *sim) wakeNewTask(ti int32) {
 	s.checkPreemptCurr(t.cpu, ti, t.cpu, false)
 }
 
+// loop processes events in (time, sequence) order: the earlier of the event
+// heap's top and the run-end heap's top (one run end per CPU, re-keyed in
+// place when the CPU switches, so no stale events pile up).
 func (s *sim) loop() {
-	for len(s.ev) > 0 {
-		e := s.pop()
+	for {
+		var e event
+		c0 := s.rh[0]
+		ct, cs := s.cpus[c0].runEndT, s.cpus[c0].runEndSeq
+		if len(s.ev) > 0 && (s.ev[0].t < ct || (s.ev[0].t == ct && s.ev[0].seq < cs)) {
+			e = s.pop()
+		} else if ct != never {
+			e = event{t: ct, seq: cs, kind: evRunEnd, a: c0}
+		} else {
+			break
+		}
 		if e.t >= s.end {
 			break
 		}
@@ -579,7 +596,8 @@ func (s *sim) loop() {
 			s.tick()
 			s.push(event{t: s.now + s.tickNs, kind: evTick})
 		case evRunEnd:
-			s.runEnd(e.a, e.ver)
+			s.setRunEnd(e.a, never)
+			s.runEnd(e.a)
 		case evWake:
 			t := &s.tasks[e.a]
 			s.tryToWakeUp(e.a, t.waker, t.pendingSync, t.waitReason)
@@ -679,6 +697,58 @@ func (s *sim) pop() event {
 	}
 	h[i] = last
 	return top
+}
+
+// ---- run-end heap: an indexed binary heap of CPUs by (runEndT, runEndSeq) ----
+
+func (s *sim) rlLess(a, b int32) bool {
+	x, y := &s.cpus[a], &s.cpus[b]
+	return x.runEndT < y.runEndT || (x.runEndT == y.runEndT && x.runEndSeq < y.runEndSeq)
+}
+
+func (s *sim) rSwap(i, j int32) {
+	h := s.rh
+	h[i], h[j] = h[j], h[i]
+	s.cpus[h[i]].hpos = i
+	s.cpus[h[j]].hpos = j
+}
+
+// setRunEnd re-keys CPU c's run end (never: none) and restores the heap.
+func (s *sim) setRunEnd(c int32, t int64) {
+	cpu := &s.cpus[c]
+	cpu.runEndT = t
+	if t == never {
+		cpu.runEndSeq = 0
+	} else {
+		cpu.runEndSeq = s.seq
+		s.seq++
+	}
+	h := s.rh
+	i := cpu.hpos
+	for i > 0 {
+		p := (i - 1) / 2
+		if !s.rlLess(h[i], h[p]) {
+			break
+		}
+		s.rSwap(i, p)
+		i = p
+	}
+	n := int32(len(h))
+	for {
+		l := 2*i + 1
+		if l >= n {
+			break
+		}
+		m := l
+		if r := l + 1; r < n && s.rlLess(h[r], h[l]) {
+			m = r
+		}
+		if !s.rlLess(h[m], h[i]) {
+			break
+		}
+		s.rSwap(i, m)
+		i = m
+	}
 }
 
 // ---- idle CPU bitmap ----
