@@ -31,6 +31,7 @@ func init() {
 type runFlags struct {
 	file, out, report, stateDir, runID string
 	restoreOnly, verbose               bool
+	wait                               time.Duration
 }
 
 func runRun(args []string) int {
@@ -43,6 +44,7 @@ func runRun(args []string) int {
 	fs.StringVar(&f.runID, "run-id", "", "run id: names the cgroups schedlab/<id>/… (default local-<time>)")
 	fs.BoolVar(&f.restoreOnly, "restore-only", false, "only restore what an earlier run left in --state-dir's journal, then exit")
 	fs.BoolVar(&f.verbose, "v", false, "log what the agent does (stderr)")
+	fs.DurationVar(&f.wait, "wait", 0, "wait this long for another run on this machine to finish (default: fail at once, naming it)")
 	fs.Usage = func() {
 		fmt.Fprintln(os.Stderr, "Usage: schedlab run -f EXPERIMENT.yaml [-o table|json] [--report DIR] [--state-dir DIR]\n       schedlab run --restore-only [--state-dir DIR]")
 		fs.PrintDefaults()
@@ -71,7 +73,7 @@ func run(ctx context.Context, stdout, stderr io.Writer, f *runFlags, log logr.Lo
 	if f.runID == "" {
 		f.runID = fmt.Sprintf("local-%d", time.Now().Unix())
 	}
-	opts := nodeagent.Options{StateDir: f.stateDir, RunID: f.runID, Log: log}
+	opts := nodeagent.Options{StateDir: f.stateDir, RunID: f.runID, Log: log, LockWait: f.wait}
 	if f.restoreOnly {
 		if os.Geteuid() != 0 {
 			return errors.New("restoring knobs and cgroups needs root: run it as root (sudo schedlab run --restore-only)")

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr"
 
@@ -34,7 +35,7 @@ func TestRunWeightsAgainstSimulator(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out, errOut bytes.Buffer
-	f := &runFlags{file: file, out: "json", stateDir: t.TempDir(), report: t.TempDir()}
+	f := &runFlags{file: file, out: "json", stateDir: t.TempDir(), report: t.TempDir(), wait: 10 * time.Minute}
 	if err := run(context.Background(), &out, &errOut, f, logr.Discard()); err != nil {
 		t.Fatalf("run: %v\n%s", err, errOut.String())
 	}

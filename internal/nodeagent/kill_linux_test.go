@@ -38,7 +38,7 @@ func killChild() int {
 	}
 	exe, _ := os.Executable()
 	fmt.Println("started")
-	_, err := Run(context.Background(), &c.Spec, Options{StateDir: c.StateDir, RunID: c.RunID, WorkerBinary: exe, MaxAttempts: 1,
+	_, err := Run(context.Background(), &c.Spec, Options{StateDir: c.StateDir, RunID: c.RunID, WorkerBinary: exe, MaxAttempts: 1, LockWait: time.Minute,
 		Progress: func(done, total int, what string) { fmt.Printf("%d/%d %s\n", done, total, what) }})
 	if err != nil {
 		fmt.Println("error:", err)
@@ -134,7 +134,7 @@ func TestSIGKILLRestores(t *testing.T) {
 		}
 
 		// A new agent starts: lock, restore the journal.
-		recs, err := RestoreOnly(Options{StateDir: state, RunID: "next-agent"})
+		recs, err := RestoreOnly(Options{StateDir: state, RunID: "next-agent", LockWait: time.Minute})
 		if err != nil {
 			t.Errorf("trial %d (killed after %s, at %q): restore: %v", i, delay.Round(time.Millisecond), last, err)
 		}

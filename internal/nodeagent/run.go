@@ -47,6 +47,9 @@ type Options struct {
 	MaxAttempts int
 	// Progress, when set, is told before and after every window.
 	Progress func(done, total int, what string)
+	// LockWait is how long to wait for another run on this node to finish
+	// (0: fail at once, naming the holder).
+	LockWait time.Duration
 	// Log receives structured logs.
 	Log logr.Logger
 }
@@ -89,7 +92,7 @@ func RestoreOnly(opts Options) ([]v1alpha1.KnobRecord, error) {
 	if err := opts.defaults(); err != nil {
 		return nil, err
 	}
-	lock, err := host.AcquireLock(opts.StateDir, opts.RunID)
+	lock, err := host.AcquireLock(host.NewFS(opts.Root), opts.StateDir, opts.RunID, opts.LockWait)
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +118,7 @@ func Run(ctx context.Context, spec *v1alpha1.SchedExperimentSpec, opts Options) 
 	log := opts.Log.WithValues("run", opts.RunID)
 	fsys := host.NewFS(opts.Root)
 
-	lock, err := host.AcquireLock(opts.StateDir, opts.RunID)
+	lock, err := host.AcquireLock(host.NewFS(opts.Root), opts.StateDir, opts.RunID, opts.LockWait)
 	if err != nil {
 		finish(v1alpha1.NodeRunFailed, err.Error())
 		return status, err

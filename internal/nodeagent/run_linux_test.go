@@ -59,7 +59,9 @@ func opts(t *testing.T, id string) Options {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Options{StateDir: t.TempDir(), RunID: fmt.Sprintf("%s-%d", id, os.Getpid()), WorkerBinary: exe}
+	// Other tests on this machine may be running the agent too: wait for
+	// the node lock rather than fail.
+	return Options{StateDir: t.TempDir(), RunID: fmt.Sprintf("%s-%d", id, os.Getpid()), WorkerBinary: exe, LockWait: 10 * time.Minute}
 }
 
 func checkNoWorkers(t *testing.T, st *v1alpha1.NodeRunStatus) {
@@ -297,13 +299,14 @@ func TestRunCancelRestores(t *testing.T) {
 
 func TestRunLockNamesHolder(t *testing.T) {
 	o := opts(t, "holder")
-	l, err := host.AcquireLock(o.StateDir, "the-first-run")
+	l, err := host.AcquireLock(host.NewFS("/"), o.StateDir, "the-first-run", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Release()
 	spec := &v1alpha1.SchedExperimentSpec{Duration: metav1.Duration{Duration: time.Second}, Variants: []v1alpha1.Variant{{Name: "a"}},
 		Workload: v1alpha1.Workload{Groups: []v1alpha1.Group{{Name: "g", Pattern: hog()}}}}
+	o.LockWait = 0
 	_, err = Run(context.Background(), spec, o)
 	if err == nil || !strings.Contains(err.Error(), `run "the-first-run" (pid `) {
 		t.Fatalf("Run = %v, want busy naming the-first-run", err)

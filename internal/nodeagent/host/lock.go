@@ -1,11 +1,15 @@
 package host
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -13,6 +17,12 @@ import (
 
 // LockFile is the lock's name in the state directory.
 const LockFile = "lock"
+
+// NodeLockDir is locked too, so that runs with different state directories
+// on one node (two `schedlab run --state-dir`, tests) still exclude each
+// other: every agent sees it, it always exists, and locking it changes
+// nothing on the node.
+const NodeLockDir = "/sys/fs/cgroup"
 
 // Holder says who holds a node's lock.
 type Holder struct {
@@ -26,20 +36,30 @@ func (h Holder) String() string {
 }
 
 // Lock is the one-run-per-node lock: flock(2) on a file in the state
-// directory, with the holder written in it. The kernel drops it when the
-// holder dies, however it dies.
+// directory, with the holder written in it, and on NodeLockDir. The kernel
+// drops both when the holder dies, however it dies.
 type Lock struct {
-	f    *os.File
-	path string
+	f, node *os.File
 }
 
 // ErrBusy is returned (wrapped, naming the holder) when another run holds
 // the lock.
 var ErrBusy = errors.New("node is busy")
 
-// AcquireLock takes the node's lock for runID, or fails at once naming the
-// holder.
-func AcquireLock(stateDir, runID string) (*Lock, error) {
+// AcquireLock takes the node's lock for runID. When another run holds it,
+// it waits up to wait (0: not at all) and then fails naming the holder.
+func AcquireLock(fsys FS, stateDir, runID string, wait time.Duration) (*Lock, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		l, err := tryLock(fsys, stateDir, runID)
+		if err == nil || !errors.Is(err, ErrBusy) || time.Now().After(deadline) {
+			return l, err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func tryLock(fsys FS, stateDir, runID string) (*Lock, error) {
 	if err := os.MkdirAll(stateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("state directory: %w", err)
 	}
@@ -60,6 +80,26 @@ func AcquireLock(stateDir, runID string) (*Lock, error) {
 		}
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
+	l := &Lock{f: f}
+	node, err := os.OpenFile(fsys.Abs(NodeLockDir), os.O_RDONLY|unix.O_CLOEXEC, 0)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		// No /sys/fs/cgroup (a test tree without one): the state
+		// directory's lock is the only one.
+	case err != nil:
+		l.Release()
+		return nil, fmt.Errorf("node lock: %w", err)
+	default:
+		if err := unix.Flock(int(node.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+			node.Close()
+			l.Release()
+			if errors.Is(err, unix.EWOULDBLOCK) {
+				return nil, fmt.Errorf("%w: %s holds the node lock on %s (a run with another state directory); wait for it to finish or stop it", ErrBusy, nodeLockHolder(fsys, fsys.Abs(NodeLockDir)), NodeLockDir)
+			}
+			return nil, fmt.Errorf("node lock %s: %w", NodeLockDir, err)
+		}
+		l.node = node
+	}
 	b, _ := json.Marshal(Holder{PID: os.Getpid(), RunID: runID, Started: time.Now().UTC()})
 	if err := f.Truncate(0); err == nil {
 		_, err = f.WriteAt(b, 0)
@@ -67,21 +107,51 @@ func AcquireLock(stateDir, runID string) (*Lock, error) {
 			err = f.Sync()
 		}
 		if err != nil {
-			f.Close()
+			l.Release()
 			return nil, fmt.Errorf("lock %s: %w", path, err)
 		}
 	}
-	return &Lock{f: f, path: path}, nil
+	return l, nil
+}
+
+// nodeLockHolder names the process holding the flock on dir, from
+// /proc/locks.
+func nodeLockHolder(fsys FS, dir string) string {
+	var st unix.Stat_t
+	if err := unix.Stat(dir, &st); err != nil {
+		return "another process"
+	}
+	id := fmt.Sprintf("%02x:%02x:%d", unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino)
+	b, err := fsys.ReadFile("/proc/locks")
+	if err != nil {
+		return "another process"
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) >= 6 && f[1] == "FLOCK" && f[5] == id {
+			cmd, _ := fsys.ReadFile("/proc/" + f[4] + "/cmdline")
+			return fmt.Sprintf("process %s (%s)", f[4], strings.TrimSpace(strings.ReplaceAll(string(cmd), "\x00", " ")))
+		}
+	}
+	return "another process"
 }
 
 // Release drops the lock. The file stays (removing it would race with a
 // second run opening it).
 func (l *Lock) Release() error {
-	if l == nil || l.f == nil {
+	if l == nil {
 		return nil
 	}
-	_ = l.f.Truncate(0)
-	err := l.f.Close() // closing the only descriptor releases the flock
-	l.f = nil
+	var err error
+	if l.node != nil {
+		err = l.node.Close()
+		l.node = nil
+	}
+	if l.f != nil {
+		_ = l.f.Truncate(0)
+		err = errors.Join(err, l.f.Close()) // closing the only descriptor releases the flock
+		l.f = nil
+	}
 	return err
 }

@@ -23,6 +23,12 @@ func realHost(t *testing.T) (FS, *v1alpha1.NodeCapabilities) {
 		t.Skip("needs root: writes a real sysctl and real cgroups")
 	}
 	fsys := NewFS("/")
+	// Other tests on this machine may run the agent: take the node lock.
+	l, err := AcquireLock(fsys, t.TempDir(), t.Name(), 10*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Release() })
 	caps, err := Detect(fsys)
 	if err != nil {
 		t.Fatal(err)

@@ -366,21 +366,29 @@ func TestJournalRejectsForeignPaths(t *testing.T) {
 }
 
 func TestLock(t *testing.T) {
+	fsys := newTree(t, layout{kernel: "6.12.3", cgroup: "v2"})
 	dir := t.TempDir()
-	l1, err := AcquireLock(dir, "first-run")
+	l1, err := AcquireLock(fsys, dir, "first-run", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = AcquireLock(dir, "second-run")
+	_, err = AcquireLock(fsys, dir, "second-run", 0)
 	if !errors.Is(err, ErrBusy) || !strings.Contains(err.Error(), `run "first-run" (pid `) {
 		t.Fatalf("second AcquireLock = %v, want busy naming first-run", err)
 	}
-	if err := l1.Release(); err != nil {
-		t.Fatal(err)
+	// Another state directory on the same node: the node lock says no.
+	_, err = AcquireLock(fsys, t.TempDir(), "third-run", 200*time.Millisecond)
+	if !errors.Is(err, ErrBusy) || !strings.Contains(err.Error(), "holds the node lock on /sys/fs/cgroup") {
+		t.Fatalf("AcquireLock with another state dir = %v, want busy on the node lock", err)
 	}
-	l2, err := AcquireLock(dir, "second-run")
+	// Released while a second run waits: it gets the lock.
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		l1.Release()
+	}()
+	l2, err := AcquireLock(fsys, dir, "second-run", 5*time.Second)
 	if err != nil {
-		t.Fatalf("after release: %v", err)
+		t.Fatalf("waiting for the lock: %v", err)
 	}
 	l2.Release()
 }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"sync"
 	"syscall"
@@ -96,7 +97,44 @@ type Set struct {
 	unhook  func() bool
 	connMu  sync.Mutex
 	conns   []net.Conn // every control socket, for aborting a Start
+	spawner *spawner
 }
+
+// spawner forks every worker of a Set from one OS thread that lives exactly
+// as long as the Set. Linux sends the parent-death signal when the *thread*
+// that forked a child exits, not the process; forking from whatever thread
+// the caller's goroutine happens to be on would kill the workers early if
+// that thread ever went away (a goroutine that exits while locked to its
+// thread takes the thread with it). This thread is locked and ends, taking
+// any straggler with it, when Stop closes the spawner.
+type spawner struct {
+	reqs chan spawnReq
+	once sync.Once
+}
+
+type spawnReq struct {
+	cmd *exec.Cmd
+	err chan error
+}
+
+func newSpawner() *spawner {
+	sp := &spawner{reqs: make(chan spawnReq)}
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread exits with this goroutine
+		for r := range sp.reqs {
+			r.err <- r.cmd.Start()
+		}
+	}()
+	return sp
+}
+
+func (sp *spawner) start(cmd *exec.Cmd) error {
+	r := spawnReq{cmd: cmd, err: make(chan error, 1)}
+	sp.reqs <- r
+	return <-r.err
+}
+
+func (sp *spawner) close() { sp.once.Do(func() { close(sp.reqs) }) }
 
 // RunID is the value of SCHEDLAB_WORKER in every worker's environment.
 func (s *Set) RunID() string { return s.runID }
@@ -139,14 +177,15 @@ func Start(ctx context.Context, spec Spec) (*Set, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Set{spec: spec, runID: spec.RunID, tasks: make([]*proc, len(spec.Tasks))}
+	fs, err := procfs.NewFS("/proc")
+	if err != nil {
+		return nil, fmt.Errorf("workload: opening /proc: %w", err)
+	}
+	s := &Set{spec: spec, runID: spec.RunID, fs: fs, tasks: make([]*proc, len(spec.Tasks)), spawner: newSpawner()}
 	if s.runID == "" {
 		var b [6]byte
 		_, _ = rand.Read(b[:])
 		s.runID = hex.EncodeToString(b[:])
-	}
-	if s.fs, err = procfs.NewFS("/proc"); err != nil {
-		return nil, fmt.Errorf("opening /proc: %w", err)
 	}
 	// Cancelling ctx while starting cuts every control socket's wait short.
 	abort := context.AfterFunc(ctx, func() {
@@ -291,7 +330,7 @@ func (s *Set) start(ctx context.Context, cfgs []workerConfig) error {
 			lcfg.Children = append(lcfg.Children, sessionChild{Config: cfgs[i], FDs: fds})
 		}
 		leader.cmd = s.command(lcfg, lfiles, &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL})
-		if err := leader.cmd.Start(); err != nil {
+		if err := s.spawner.start(leader.cmd); err != nil {
 			return fmt.Errorf("workload: starting the leader of session %q: %w", name, err)
 		}
 		leader.pid = leader.cmd.Process.Pid
@@ -331,7 +370,7 @@ func (s *Set) start(ctx context.Context, cfgs []workerConfig) error {
 		cfgs[i].RunID = s.runID
 		cfgs[i].ParentPID = os.Getpid()
 		p.cmd = s.command(cfgs[i], f, &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL})
-		if err := p.cmd.Start(); err != nil {
+		if err := s.spawner.start(p.cmd); err != nil {
 			return fmt.Errorf("workload: starting worker %d (%s): %w", i, t.Group, err)
 		}
 		p.pid = p.cmd.Process.Pid
@@ -554,6 +593,7 @@ func (s *Set) Stop() error {
 			errs = append(errs, fmt.Errorf("workload: %s survived SIGKILL", p))
 		}
 	}
+	s.spawner.close()
 	left, err := Survivors(s.runID)
 	if err != nil {
 		errs = append(errs, err)

@@ -13,10 +13,9 @@
 // into the metric vocabulary of api/v1alpha1.
 //
 // Workers die with their parent (PR_SET_PDEATHSIG, set both by the parent
-// through SysProcAttr and by the worker itself). Note that Linux delivers the
-// parent-death signal when the *thread* that forked the worker exits, so call
-// Start from a goroutine that is not locked to an OS thread it will give up
-// (any ordinary goroutine is fine).
+// through SysProcAttr and by the worker itself). Linux delivers that signal
+// when the *thread* that forked the worker exits, so a Set forks its workers
+// from a thread of its own that lives until Stop.
 package workload
 
 import (

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/schedlab/schedlab/api/v1alpha1"
@@ -695,5 +696,52 @@ func TestManyTasks(t *testing.T) {
 	t.Logf("112 probes at 10ms next to 16 hogs: %+v, hogs %.2f CPUs", *m.WakeupLatencyUs, GroupMetrics(w, "Hog").CPU)
 	if want := 112 * w.Duration.Seconds() / 0.010; float64(m.WakeupLatencyUs.Count) < 0.8*want {
 		t.Errorf("%d probe samples, want ≈%.0f", m.WakeupLatencyUs.Count, want)
+	}
+}
+
+// TestWorkersOutliveTheStartingThread: Linux sends the parent-death signal
+// when the thread that forked a worker exits. Start from a goroutine that
+// then exits locked to its thread (so the thread ends): the workers must
+// live on.
+func TestWorkersOutliveTheStartingThread(t *testing.T) {
+	// Keep this goroutine's thread (perhaps the main thread, which Go never
+	// ends) for ourselves, so the one below runs on another.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	type result struct {
+		s   *Set
+		tid int
+		err error
+	}
+	ch := make(chan result)
+	go func() {
+		runtime.LockOSThread() // never unlocked: this thread exits with the goroutine
+		s, err := Start(context.Background(), Spec{WorkerBinary: selfBinary(t), Tasks: []Task{task("h", v1alpha1.Pattern{Type: v1alpha1.PatternLatencyProbe, Interval: dur(time.Millisecond)})}})
+		ch <- result{s, unix.Gettid(), err}
+	}()
+	r := <-ch
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	defer r.s.Stop()
+	if r.tid == os.Getpid() {
+		t.Skip("Start ran on the main thread, which Go never ends")
+	}
+	thread := fmt.Sprintf("/proc/self/task/%d", r.tid)
+	for i := 0; ; i++ {
+		if _, err := os.Stat(thread); os.IsNotExist(err) {
+			break
+		}
+		if i == 200 {
+			t.Fatalf("thread %d that called Start did not end", r.tid)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond) // time for a parent-death signal to land
+	if left := gone(r.s.PIDs(), 0); len(left) != 1 {
+		t.Fatalf("the worker died with the thread that called Start")
+	}
+	if err := r.s.Begin(); err != nil {
+		t.Fatal(err)
 	}
 }
