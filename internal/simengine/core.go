@@ -39,6 +39,9 @@ func (s *sim) schedule(c int32) {
 			next = s.pickNextTaskFair(c)
 		}
 		if next < 0 {
+			if cpu.runEndT != never {
+				s.setRunEnd(c, never)
+			}
 			cpu.idleStamp = s.now
 			s.setIdle(c, s.cpuIdle(c))
 			if s.trace != nil && prev >= 0 {
@@ -115,9 +118,8 @@ func (s *sim) switchOut(c, ti int32) {
 	s.taskPelt(ti)
 	t.running = false
 	cpu.curr = -1
-	if cpu.runEndT != never {
-		s.setRunEnd(c, never)
-	}
+	// The CPU's run-end timer is re-keyed by the next switchIn, or cleared
+	// when the CPU goes idle.
 	if t.state == tsQueued && s.inWindow() {
 		t.invol++ // preempted while runnable
 	}
@@ -155,6 +157,9 @@ func (s *sim) armRunEnd(c int32) {
 	cpu := &s.cpus[c]
 	t := &s.tasks[cpu.curr]
 	if t.workEnd == never {
+		if cpu.runEndT != never {
+			s.setRunEnd(c, never)
+		}
 		return
 	}
 	rem := t.workEnd - s.ents[t.se].sumExec

@@ -46,14 +46,15 @@ func (e *entity) setWeight(w int64) {
 
 // ---- tree (the rb-tree of queued entities, minus curr) ----
 
-// enqueueTree is __enqueue_entity() with avg_vruntime_add() (v6.6).
+// enqueueTree is __enqueue_entity() with avg_vruntime_add() (v6.6). The
+// node caches the keys a pick scans, so the scan stays in one slice.
 func (s *sim) enqueueTree(cq, se int32) {
 	r := &s.rqs[cq]
 	e := &s.ents[se]
 	e.pos = int32(len(r.tree))
 	e.treeSeq = s.seq
 	s.seq++
-	r.tree = append(r.tree, se)
+	r.tree = append(r.tree, treeNode{v: e.vruntime, d: e.deadline, slice: e.slice, seq: e.treeSeq, se: se})
 	r.avgSum += (e.vruntime - r.minV) * e.weight
 	r.avgLoad += e.weight
 	if r.leftmost < 0 || e.vruntime < s.ents[r.leftmost].vruntime {
@@ -68,16 +69,19 @@ func (s *sim) dequeueTree(cq, se int32) {
 	last := int32(len(r.tree) - 1)
 	moved := r.tree[last]
 	r.tree[e.pos] = moved
-	s.ents[moved].pos = e.pos
+	s.ents[moved.se].pos = e.pos
 	r.tree = r.tree[:last]
 	e.pos = -1
 	r.avgSum -= (e.vruntime - r.minV) * e.weight
 	r.avgLoad -= e.weight
 	if r.leftmost == se {
 		r.leftmost = -1
-		for _, x := range r.tree {
-			if r.leftmost < 0 || entityBefore(&s.ents[x], &s.ents[r.leftmost]) {
-				r.leftmost = x
+		var lv int64
+		var ls uint64
+		for i := range r.tree {
+			n := &r.tree[i]
+			if r.leftmost < 0 || n.v < lv || (n.v == lv && n.seq < ls) {
+				r.leftmost, lv, ls = n.se, n.v, n.seq
 			}
 		}
 	}
@@ -145,8 +149,8 @@ func (s *sim) entitySlice(se int32) int64 {
 	if r.curr >= 0 && s.ents[r.curr].onRq {
 		m = s.ents[r.curr].slice
 	}
-	for _, x := range r.tree {
-		if sl := s.ents[x].slice; sl < m {
+	for i := range r.tree {
+		if sl := r.tree[i].slice; sl < m {
 			m = sl
 		}
 	}
@@ -210,13 +214,13 @@ func (s *sim) pickEEVDF(cq int32, protect bool) int32 {
 	best := int32(-1)
 	var bd, bv int64
 	var bs uint64
-	for _, x := range r.tree {
-		e := &s.ents[x]
-		if e.vruntime > limit {
+	for i := range r.tree {
+		n := &r.tree[i]
+		if n.v > limit {
 			continue
 		}
-		if best < 0 || e.deadline < bd || (e.deadline == bd && (e.vruntime < bv || (e.vruntime == bv && e.treeSeq < bs))) {
-			best, bd, bv, bs = x, e.deadline, e.vruntime, e.treeSeq
+		if best < 0 || n.d < bd || (n.d == bd && (n.v < bv || (n.v == bv && n.seq < bs))) {
+			best, bd, bv, bs = n.se, n.d, n.v, n.seq
 		}
 	}
 	if best < 0 || (curr >= 0 && s.ents[curr].deadline < bd) {
@@ -933,8 +937,8 @@ func (s *sim) checkPreemptWakeup(c, ti, wakerCPU int32) {
 		s.trace("  check wakeup: V=%d curr se%d v=%d d=%d prot=%v elig=%v | wakee se%d v=%d d=%d lag=%d", s.avgVruntime(cq),
 			se, s.ents[se].vruntime, s.ents[se].deadline, s.ents[se].protectOK && s.ents[se].protect == s.ents[se].deadline, s.entityEligible(cq, se),
 			pse, s.ents[pse].vruntime, s.ents[pse].deadline, s.ents[pse].vlag)
-		for _, x := range r.tree {
-			s.trace("    tree se%d v=%d d=%d w=%d", x, s.ents[x].vruntime, s.ents[x].deadline, s.ents[x].weight)
+		for _, n := range r.tree {
+			s.trace("    tree se%d v=%d d=%d w=%d", n.se, n.v, n.d, s.ents[n.se].weight)
 		}
 	}
 	if s.eevdf {

@@ -117,12 +117,20 @@ type cfsRq struct {
 	throttled bool
 	hasQuota  bool // the owning group has a cpu.max quota
 	idle      bool // cfs_rq_is_idle(): owned by a cpu.idle group
-	tree      []int32
+	tree      []treeNode
 
 	// calcGroupShares memo: the inputs of the last computation and its result.
 	shKeyOK                         bool
 	shKeyLoad, shares               int64
 	shKeyTg, shKeyAvg, shKeyContrib float64
+}
+
+// treeNode is a queued entity with the keys a pick reads, which do not
+// change while the entity is queued and not running.
+type treeNode struct {
+	v, d, slice int64
+	seq         uint64
+	se          int32
 }
 
 // taskGroup is a struct task_group: a cgroup or an autogroup.
@@ -596,8 +604,13 @@ func (s *sim) loop() {
 			s.tick()
 			s.push(event{t: s.now + s.tickNs, kind: evTick})
 		case evRunEnd:
-			s.setRunEnd(e.a, never)
 			s.runEnd(e.a)
+			s.flushResched()
+			// Re-armed or re-keyed by a switch unless still this event.
+			if s.cpus[e.a].runEndSeq == e.seq && s.cpus[e.a].runEndT == e.t {
+				s.setRunEnd(e.a, never)
+			}
+			continue
 		case evWake:
 			t := &s.tasks[e.a]
 			s.tryToWakeUp(e.a, t.waker, t.pendingSync, t.waitReason)
