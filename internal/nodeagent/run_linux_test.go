@@ -312,3 +312,38 @@ func TestRunLockNamesHolder(t *testing.T) {
 		t.Fatalf("Run = %v, want busy naming the-first-run", err)
 	}
 }
+
+// TestRunPanicRestores: a panic in the middle of a run (here from the
+// progress callback, after the first window) becomes an error after the
+// node is restored.
+func TestRunPanicRestores(t *testing.T) {
+	needRoot(t)
+	before := nodeState(t)
+	spec := &v1alpha1.SchedExperimentSpec{
+		Duration: metav1.Duration{Duration: 200 * time.Millisecond},
+		Warmup:   &metav1.Duration{Duration: 50 * time.Millisecond},
+		Variants: []v1alpha1.Variant{
+			{Name: "off", Knobs: v1alpha1.Knobs{Autogroup: v1alpha1.AutogroupDisabled}},
+			{Name: "on", Knobs: v1alpha1.Knobs{Autogroup: v1alpha1.AutogroupEnabled}},
+		},
+		Workload: v1alpha1.Workload{Groups: []v1alpha1.Group{{Name: "g", Pattern: hog()}}},
+	}
+	o := opts(t, "panic")
+	o.MaxAttempts = 1
+	o.Progress = func(done, total int, what string) {
+		if done == 1 {
+			panic("boom")
+		}
+	}
+	st, err := Run(context.Background(), spec, o)
+	if err == nil || !strings.Contains(err.Error(), "panic: boom") {
+		t.Fatalf("Run = %v, want the panic as an error", err)
+	}
+	if st.Phase != v1alpha1.NodeRunFailed || !st.Restored {
+		t.Errorf("phase %s, restored %v", st.Phase, st.Restored)
+	}
+	if after := nodeState(t); after != before {
+		t.Errorf("node changed:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+	checkNoWorkers(t, st)
+}

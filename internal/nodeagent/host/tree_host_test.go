@@ -392,3 +392,45 @@ func TestLock(t *testing.T) {
 	}
 	l2.Release()
 }
+
+// TestCgroupV2ParentWithTasks: on cgroup v2 a replica with child cgroups
+// cannot hold processes itself, so its own tasks go into a _tasks leaf.
+func TestCgroupV2ParentWithTasks(t *testing.T) {
+	for _, l := range []layout{{kernel: "6.12.3", cgroup: "v2"}, {kernel: "6.12.3", cgroup: "v1"}} {
+		t.Run(l.cgroup, func(t *testing.T) {
+			fsys := newTree(t, l)
+			caps, err := Detect(fsys)
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := snapshot(t, fsys)
+			cg, _ := NewCgroups(fsys, caps)
+			ch := NewChanges(fsys, NewJournal(t.TempDir(), "p"), logr.Discard())
+			reps, err := cg.Create(ch, "p", []v1alpha1.Group{{Name: "qos", CPUWeight: ptr(int32(300))}, {Name: "pod", Parent: "qos"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			run := cg.RunDir("p")
+			got := []string{strings.TrimPrefix(reps[0].TasksDir, run), strings.TrimPrefix(reps[1].TasksDir, run)}
+			want := []string{"/qos-0", "/qos-0/pod-0"}
+			if l.cgroup == "v2" {
+				want[0] = "/qos-0/_tasks"
+				if w := readTree(t, fsys, reps[0].Dir+"/cpu.weight"); w != "300" {
+					t.Errorf("qos-0 weight %s", w)
+				}
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("tasks dirs (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff([]string{reps[1].Dir}, reps[0].Children); diff != "" {
+				t.Errorf("children (-want +got):\n%s", diff)
+			}
+			if err := ch.Restore(); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(before, snapshot(t, fsys)); diff != "" {
+				t.Errorf("not restored:\n%s", diff)
+			}
+		})
+	}
+}
