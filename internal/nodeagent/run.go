@@ -106,8 +106,11 @@ func RestoreOnly(opts Options) ([]v1alpha1.KnobRecord, error) {
 func Run(ctx context.Context, spec *v1alpha1.SchedExperimentSpec, opts Options) (status *v1alpha1.NodeRunStatus, err error) {
 	now := metav1.Now()
 	status = &v1alpha1.NodeRunStatus{Phase: v1alpha1.NodeRunRunning, StartTime: &now}
+	// Before the first change an ending leaves the node as it was, so
+	// Restored is true (the one exception, an earlier run's journal that
+	// could not be restored, says otherwise).
 	finish := func(phase v1alpha1.NodeRunPhase, msg string) {
-		status.Phase, status.Message = phase, msg
+		status.Phase, status.Message, status.Restored = phase, msg, true
 		t := metav1.Now()
 		status.LastUpdateTime, status.CompletionTime = &t, &t
 	}
@@ -129,6 +132,7 @@ func Run(ctx context.Context, spec *v1alpha1.SchedExperimentSpec, opts Options) 
 	if err != nil {
 		err = fmt.Errorf("restoring an earlier run: %w", err)
 		finish(v1alpha1.NodeRunFailed, err.Error())
+		status.Knobs, status.Restored = recovered, false
 		return status, err
 	}
 	if len(recovered) > 0 {

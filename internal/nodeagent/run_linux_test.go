@@ -261,7 +261,7 @@ func TestRunBadInput(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "nothing was changed") {
 				t.Fatalf("Run = %v, want an error saying %q", err, tc.want)
 			}
-			if st.Phase != v1alpha1.NodeRunFailed || len(st.Knobs) != 0 {
+			if st.Phase != v1alpha1.NodeRunFailed || len(st.Knobs) != 0 || !st.Restored {
 				t.Errorf("status %+v", st)
 			}
 			if after := nodeState(t); after != before {
