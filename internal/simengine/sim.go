@@ -235,7 +235,7 @@ type sim struct {
 	cpus  []cpuState
 
 	pending  []int32
-	rh       []int32 // run-end heap of CPUs
+	rh       []runEndNode // run-end heap of CPUs
 	idleMask []uint64
 	scratch  []int32
 	pt       *peltTables
@@ -359,7 +359,7 @@ func (s *sim) build() {
 		s.cpus[c].nextBalance = s.balanceIntervalNs
 		s.cpus[c].runEndT = never
 		s.cpus[c].hpos = c
-		s.rh = append(s.rh, c)
+		s.rh = append(s.rh, runEndNode{t: never, cpu: c})
 		s.setIdle(c, true)
 	}
 	autogroup := in.Knobs.Autogroup == nil || *in.Knobs.Autogroup
@@ -585,8 +585,7 @@ func (s *sim) wakeNewTask(ti int32) {
 func (s *sim) loop() {
 	for {
 		var e event
-		c0 := s.rh[0]
-		ct, cs := s.cpus[c0].runEndT, s.cpus[c0].runEndSeq
+		c0, ct, cs := s.rh[0].cpu, s.rh[0].t, s.rh[0].seq
 		if len(s.ev) > 0 && (s.ev[0].t < ct || (s.ev[0].t == ct && s.ev[0].seq < cs)) {
 			e = s.pop()
 		} else if ct != never {
@@ -714,16 +713,15 @@ func (s *sim) pop() event {
 
 // ---- run-end heap: an indexed binary heap of CPUs by (runEndT, runEndSeq) ----
 
-func (s *sim) rlLess(a, b int32) bool {
-	x, y := &s.cpus[a], &s.cpus[b]
-	return x.runEndT < y.runEndT || (x.runEndT == y.runEndT && x.runEndSeq < y.runEndSeq)
+// runEndNode is a heap node; keys live in the node for locality.
+type runEndNode struct {
+	t   int64
+	seq uint64
+	cpu int32
 }
 
-func (s *sim) rSwap(i, j int32) {
-	h := s.rh
-	h[i], h[j] = h[j], h[i]
-	s.cpus[h[i]].hpos = i
-	s.cpus[h[j]].hpos = j
+func rlLess(a, b *runEndNode) bool {
+	return a.t < b.t || (a.t == b.t && a.seq < b.seq)
 }
 
 // setRunEnd re-keys CPU c's run end (never: none) and restores the heap.
@@ -738,12 +736,14 @@ func (s *sim) setRunEnd(c int32, t int64) {
 	}
 	h := s.rh
 	i := cpu.hpos
+	node := runEndNode{t: t, seq: cpu.runEndSeq, cpu: c}
 	for i > 0 {
 		p := (i - 1) / 2
-		if !s.rlLess(h[i], h[p]) {
+		if !rlLess(&node, &h[p]) {
 			break
 		}
-		s.rSwap(i, p)
+		h[i] = h[p]
+		s.cpus[h[i].cpu].hpos = i
 		i = p
 	}
 	n := int32(len(h))
@@ -753,15 +753,18 @@ func (s *sim) setRunEnd(c int32, t int64) {
 			break
 		}
 		m := l
-		if r := l + 1; r < n && s.rlLess(h[r], h[l]) {
+		if r := l + 1; r < n && rlLess(&h[r], &h[l]) {
 			m = r
 		}
-		if !s.rlLess(h[m], h[i]) {
+		if !rlLess(&h[m], &node) {
 			break
 		}
-		s.rSwap(i, m)
+		h[i] = h[m]
+		s.cpus[h[i].cpu].hpos = i
 		i = m
 	}
+	h[i] = node
+	cpu.hpos = i
 }
 
 // ---- idle CPU bitmap ----
