@@ -93,13 +93,7 @@ func (r *SchedExperimentReconciler) daemonSetFor(s *scope) (*appsv1.DaemonSet, e
 			TerminationGracePeriodSeconds: ptr.To[int64](120),
 			AutomountServiceAccountToken:  ptr.To(true),
 			Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
-				RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
-					NodeSelectorTerms: []corev1.NodeSelectorTerm{{
-						MatchFields: []corev1.NodeSelectorRequirement{{
-							Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: append([]string(nil), s.chosen...),
-						}},
-					}},
-				},
+				RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: nodeTerms(s.chosen)},
 			}},
 			Containers: []corev1.Container{{
 				Name:            "agent",
@@ -161,3 +155,15 @@ func (r *SchedExperimentReconciler) daemonSetFor(s *scope) (*appsv1.DaemonSet, e
 }
 
 func intOrStringPercent(p int) intstr.IntOrString { return intstr.FromString(fmt.Sprintf("%d%%", p)) }
+
+// nodeTerms pins pods to the nodes: a metadata.name field selector takes one
+// value, so one term per node (terms are ORed).
+func nodeTerms(nodes []string) []corev1.NodeSelectorTerm {
+	terms := make([]corev1.NodeSelectorTerm, 0, len(nodes))
+	for _, n := range nodes {
+		terms = append(terms, corev1.NodeSelectorTerm{MatchFields: []corev1.NodeSelectorRequirement{{
+			Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{n},
+		}}})
+	}
+	return terms
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -43,20 +44,24 @@ func (r *SchedExperimentReconciler) selectNodes(ctx context.Context, s *scope) e
 		return nil
 	}
 
-	var skipped int
+	var skipped []string
 	for i := range list.Items {
-		if usable, _ := r.usable(&list.Items[i]); usable {
+		if usable, why := r.usable(&list.Items[i]); usable {
 			s.chosen = append(s.chosen, list.Items[i].Name)
 		} else {
-			skipped++
+			skipped = append(skipped, list.Items[i].Name+" "+why)
 		}
 	}
+	sort.Strings(skipped)
 	sort.Strings(s.chosen)
 	if m := s.exp.Spec.MaxNodes; m != nil && int(*m) < len(s.chosen) {
 		s.chosen = s.chosen[:*m]
 	}
 	if len(s.chosen) == 0 {
-		msg := fmt.Sprintf("no node matches the nodeSelector and is Ready, schedulable and untainted (%d matching nodes skipped)", skipped)
+		msg := "no node matches the nodeSelector"
+		if len(skipped) > 0 {
+			msg = fmt.Sprintf("no node matching the nodeSelector is Ready, schedulable and untainted: %s", strings.Join(limit(skipped, 10), ", "))
+		}
 		s.setCondition(v1alpha1.ConditionNodesLocked, metav1.ConditionFalse, v1alpha1.ReasonNoNodes, msg)
 		s.setCondition(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonNoNodes, msg)
 		s.status.Nodes, s.status.NodeProgress = nil, ""

@@ -50,6 +50,7 @@ import (
 )
 
 var (
+	crdDirs []string // nil: config/crd/bases
 	scheme  = newScheme()
 	env     *envtest.Env
 	restCfg *rest.Config
@@ -74,7 +75,7 @@ func TestMain(m *testing.M) {
 	}
 	ctrl.SetLogger(logr.Discard())
 	var err error
-	env, err = envtest.StartEnv(envtest.Options{Scheme: scheme})
+	env, err = envtest.StartEnv(envtest.Options{Scheme: scheme, CRDDirectoryPaths: crdDirs})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "controllers integration tests:", err)
 		os.Exit(1)
@@ -342,6 +343,16 @@ func (h *harness) createNodes(specs ...nodeSpec) {
 		}
 		if err := k8s.Status().Update(h.ctx, n); err != nil {
 			h.t.Fatalf("setting status of node %s: %v", s.name, err)
+		}
+		// The API server's TaintNodesByCondition admission taints a new
+		// Node not-ready; without a node lifecycle controller to lift it,
+		// the test does.
+		n.Spec.Taints = nil
+		if s.taint != nil {
+			n.Spec.Taints = []corev1.Taint{*s.taint}
+		}
+		if err := k8s.Update(h.ctx, n); err != nil {
+			h.t.Fatalf("setting taints of node %s: %v", s.name, err)
 		}
 		h.t.Cleanup(func() { _ = k8s.Delete(context.Background(), n) })
 	}

@@ -166,7 +166,10 @@ func TestDaemonSetShape(t *testing.T) {
 	if c.Env[0].Name != "NODE_NAME" || c.Env[0].ValueFrom.FieldRef.FieldPath != "spec.nodeName" {
 		t.Errorf("env %v, want NODE_NAME from spec.nodeName", c.Env)
 	}
-	vals := ps.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0].MatchFields[0].Values
+	var vals []string
+	for _, term := range ps.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+		vals = append(vals, term.MatchFields[0].Values...)
+	}
 	sort.Strings(vals)
 	if strings.Join(vals, ",") != h.prefix+"-a,"+h.prefix+"-b" {
 		t.Errorf("node affinity %v", vals)
