@@ -118,7 +118,7 @@ func (r *runner) window(ctx context.Context, settings []host.Setting, rep int) (
 	}
 	r.windows++
 	wid := fmt.Sprintf("%s.%d", r.opts.RunID, r.windows)
-	if err := r.ch.NoteWorkers(wid); err != nil {
+	if err := r.ch.NoteWorkers(r.opts.RunID + "."); err != nil {
 		return nil, 0, err
 	}
 	wspec := workload.Spec{Tasks: tasks(r.spec, replicas, rep), WorkerBinary: r.opts.WorkerBinary, RunID: wid}

@@ -235,11 +235,10 @@ func RecoverJournal(fsys FS, stateDir string, log logr.Logger) ([]v1alpha1.KnobR
 	return ch.Records(), nil
 }
 
-// NoteWorkers journals the workers of a workload run (marked
-// SCHEDLAB_WORKER=<id>) so that a restarted agent kills any survivor. Call it
-// before starting them.
-func (ch *Changes) NoteWorkers(id string) error {
-	e := ProcessesEntry(id)
+// NoteWorkers journals the workers marked SCHEDLAB_WORKER=<prefix>… so
+// that a restarted agent kills any survivor. Call it before starting them.
+func (ch *Changes) NoteWorkers(prefix string) error {
+	e := ProcessesEntry(prefix)
 	if err := ch.Journal.Record(e); err != nil {
 		return fmt.Errorf("journal: %w", err)
 	}

@@ -19,14 +19,15 @@ const EntryProcesses = "processes"
 // its value is the workload's run id.
 const WorkerMarkerVar = "SCHEDLAB_WORKER"
 
-// ProcessesEntry is the journal entry for the workers marked
-// SCHEDLAB_WORKER=<id>.
-func ProcessesEntry(id string) JournalEntry {
-	return JournalEntry{Kind: EntryProcesses, Name: "workers " + id, Original: WorkerMarkerVar + "=" + id}
+// ProcessesEntry is the journal entry for the workers whose marker starts
+// with prefix: SCHEDLAB_WORKER=<prefix>…. One entry covers every window of
+// a run (the workload's ids are "<runID>.<n>", the prefix "<runID>.").
+func ProcessesEntry(prefix string) JournalEntry {
+	return JournalEntry{Kind: EntryProcesses, Name: "workers " + prefix + "*", Original: WorkerMarkerVar + "=" + prefix}
 }
 
-// MarkedProcesses lists the live processes whose environment holds the
-// marker ("SCHEDLAB_WORKER=<id>").
+// MarkedProcesses lists the live processes whose environment holds a
+// variable starting with marker ("SCHEDLAB_WORKER=<prefix>").
 func MarkedProcesses(fsys FS, marker string) ([]int, error) {
 	if !strings.HasPrefix(marker, WorkerMarkerVar+"=") || len(marker) <= len(WorkerMarkerVar)+1 {
 		return nil, fmt.Errorf("journal: %q is not a worker marker", marker)
@@ -35,7 +36,7 @@ func MarkedProcesses(fsys FS, marker string) ([]int, error) {
 	if err != nil {
 		return nil, err
 	}
-	want := append(append([]byte{0}, marker...), 0)
+	want := append([]byte{0}, marker...)
 	self := unix.Getpid()
 	var out []int
 	for _, e := range ents {
