@@ -335,7 +335,12 @@ func (s *sim) tryToWakeUp(ti, wakerCPU int32, sync bool, reason int64) {
 		s.checkPreemptCurr(t.cpu, ti, wakerCPU, false)
 		return
 	}
-	c := s.selectTaskRq(ti, wakerCPU, sync)
+	c := t.cpu
+	if !t.running {
+		// (A task that blocked but has not been switched out yet wakes
+		// where it is, as ttwu() waits for p->on_cpu.)
+		c = s.selectTaskRq(ti, wakerCPU, sync)
+	}
 	if c != t.cpu {
 		s.migrateTask(ti, c)
 	}
