@@ -73,3 +73,49 @@ func TestRunWeightsAgainstSimulator(t *testing.T) {
 		t.Logf("the machine was noisy: compared within %.2f CPU instead of 0.05", tol)
 	}
 }
+
+// TestRunRefusesBadInput: an unknown knob (strict decoding) and a sysctl
+// outside the allowlist are refused with a clear error before anything is
+// touched: no journal, no lock holder, autogroup and cgroups as they were.
+func TestRunRefusesBadInput(t *testing.T) {
+	cases := map[string]string{
+		`knobs: {fooBar: "1"}`:                         `unknown field "fooBar"`,
+		`knobs: {sysctls: {kernel.core_pattern: "x"}}`: "kernel.core_pattern",
+		`knobs: {autogroup: Disabled, baseSlice: 5s}`:  "baseSlice",
+	}
+	for knobs, want := range cases {
+		t.Run(want, func(t *testing.T) {
+			y := `apiVersion: schedlab.io/v1alpha1
+kind: SchedExperiment
+metadata: {name: bad}
+spec:
+  nodeSelector: {matchLabels: {a: b}}
+  duration: 2s
+  variants:
+  - name: v
+    ` + knobs + `
+  workload:
+    groups:
+    - {name: g, pattern: {type: Hog}}
+`
+			file := filepath.Join(t.TempDir(), "bad.yaml")
+			if err := os.WriteFile(file, []byte(y), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			autogroup, _ := os.ReadFile("/proc/sys/kernel/sched_autogroup_enabled")
+			state := t.TempDir()
+			var out, errOut bytes.Buffer
+			err := run(context.Background(), &out, &errOut, &runFlags{file: file, out: "table", stateDir: state}, logr.Discard())
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Fatalf("run = %v, want an error naming %s", err, want)
+			}
+			t.Logf("error: %v", err)
+			if ents, _ := os.ReadDir(state); len(ents) != 0 {
+				t.Errorf("state directory written: %v", ents)
+			}
+			if now, _ := os.ReadFile("/proc/sys/kernel/sched_autogroup_enabled"); string(now) != string(autogroup) {
+				t.Errorf("autogroup changed")
+			}
+		})
+	}
+}
