@@ -35,9 +35,11 @@ func (r *SchedExperimentReconciler) phases() []phase {
 		{"simulate", r.simulate},
 		{"lock nodes", r.lockNodes},
 		{"ensure node runs", r.ensureNodeRuns},
-		{"ensure daemonset", r.ensureDaemonSet},
 		{"track progress", r.trackProgress},
 		{"complete", r.complete},
+		// After complete: a run whose nodes have all finished needs no
+		// agents, even when the cache has not caught up with its status.
+		{"ensure daemonset", r.ensureDaemonSet},
 		{"finish", r.finish},
 	}
 }

@@ -507,6 +507,7 @@ func (k *kubelet) sync(ctx context.Context, ds *appsv1.DaemonSet, deleted bool) 
 		actx, cancel := context.WithCancel(ctx)
 		k.agents[key] = cancel
 		k.starts.Add(1)
+		k.h.t.Logf("kubelet: starting agent on %s for DaemonSet %s uid %s generation %s", node, ds.Name, ds.UID, ds.Labels[names.GenerationLabel])
 		k.wg.Add(1)
 		go func() {
 			defer k.wg.Done()

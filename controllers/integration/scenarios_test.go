@@ -172,12 +172,10 @@ func TestSpecChangeMidRun(t *testing.T) {
 		return n == 2, ""
 	})
 	gated.Store(false) // the agents of the next DaemonSet run through
-	e := h.get(name)
-	e.Spec.Duration = metav1.Duration{Duration: 3 * time.Second}
-	if err := k8s.Update(h.ctx, e); err != nil {
+	if err := k8s.Patch(h.ctx, h.get(name), client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"duration":"3s"}}`))); err != nil {
 		t.Fatal(err)
 	}
-	e = h.waitCondition(name, v1alpha1.ConditionCompleted, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, 60*time.Second)
+	e := h.waitCondition(name, v1alpha1.ConditionCompleted, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, 60*time.Second)
 	if e.Generation != 2 || e.Status.ResultsGeneration != 2 || e.Status.ObservedGeneration != 2 {
 		t.Errorf("generation %d resultsGeneration %d observedGeneration %d, want 2", e.Generation, e.Status.ResultsGeneration, e.Status.ObservedGeneration)
 	}
