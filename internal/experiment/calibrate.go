@@ -209,8 +209,8 @@ type calibEvaluator struct {
 	data  []CalibrationData
 	shape v1alpha1.NodeShape
 	opts  CalibrateOptions
-	mu       sync.Mutex
-	cache    map[simengine.Calibration]PredictionErrors
+	mu    sync.Mutex
+	cache map[simengine.Calibration]PredictionErrors
 }
 
 // eval scores candidates in parallel (cached: the search revisits points).
@@ -287,7 +287,7 @@ func PredictionError(measured []v1alpha1.GroupResult, preds []Prediction) Predic
 
 type errAccumulator struct {
 	sum, sq, cpuSum float64
-	n, cpuN     int
+	n, cpuN         int
 }
 
 func (a *errAccumulator) add(measured []v1alpha1.GroupResult, preds []Prediction) {
