@@ -25,7 +25,8 @@ etcd_version="$(modversion go.etcd.io/etcd/server/v3)"
 go_version="$(go env GOVERSION)"
 
 # binary name => package (relative to the tools module)
-binaries=(kube-apiserver kube-controller-manager kube-scheduler kubectl etcd)
+# (etcd, kube-apiserver and kubectl first: that is all test/envtest needs)
+binaries=(etcd kube-apiserver kubectl kube-controller-manager kube-scheduler)
 declare -A pkg=(
 	[kube-apiserver]=k8s.io/kubernetes/cmd/kube-apiserver
 	[kube-controller-manager]=k8s.io/kubernetes/cmd/kube-controller-manager
@@ -34,10 +35,18 @@ declare -A pkg=(
 	[etcd]=./etcd
 )
 
-# The stamp names everything that changes the output: versions, toolchain, the pinned module
-# graph, and this script.
-stamp_content="kubernetes=${kube_version} etcd=${etcd_version} go=${go_version} sums=$(
-	cat "${moddir}/go.mod" "${moddir}/go.sum" "${moddir}/etcd/main.go" "${BASH_SOURCE[0]}" | sha256sum | cut -c1-16)"
+# Version stamps the components report (kubectl version, /version); -s -w keeps them small.
+ldflags="-s -w"
+for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+	minor="${kube_version#v1.}"; minor="${minor%%.*}"
+	ldflags+=" -X ${p}.gitVersion=${kube_version} -X ${p}.gitMajor=1 -X ${p}.gitMinor=${minor}"
+	ldflags+=" -X ${p}.gitTreeState=clean -X ${p}.buildDate=1970-01-01T00:00:00Z"
+done
+
+# The stamp names everything that changes the output: versions, toolchain, flags and the pinned
+# module graph.
+stamp_content="kubernetes=${kube_version} etcd=${etcd_version} go=${go_version} goflags=${GOFLAGS} ldflags=${ldflags} sums=$(
+	cat "${moddir}/go.mod" "${moddir}/go.sum" "${moddir}/etcd/main.go" | sha256sum | cut -c1-16)"
 stamp="${bindir}/.stamp"
 
 up_to_date() {
@@ -53,14 +62,6 @@ fi
 
 mkdir -p "${bindir}"
 rm -f "${stamp}"
-# Version stamps the components report (kubectl version, /version); -s -w keeps them small.
-ldflags="-s -w"
-for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-	minor="${kube_version#v1.}"; minor="${minor%%.*}"
-	ldflags+=" -X ${p}.gitVersion=${kube_version} -X ${p}.gitMajor=1 -X ${p}.gitMinor=${minor}"
-	ldflags+=" -X ${p}.gitTreeState=clean -X ${p}.buildDate=1970-01-01T00:00:00Z"
-done
-
 echo "building into ${bindir}: kubernetes ${kube_version} (kube-apiserver, kube-controller-manager, kube-scheduler, kubectl), etcd ${etcd_version}, ${go_version}"
 total_start=${SECONDS}
 for b in "${binaries[@]}"; do

@@ -46,7 +46,7 @@ type Options struct {
 	// new cluster), logs/<component>.log, kubeconfig, and pods/ (each container's output).
 	Dir string
 	// K8sBinDir holds etcd, kube-apiserver, kube-controller-manager and kube-scheduler.
-	// Default: <repo>/bin/k8s.
+	// Default: $KUBEBUILDER_ASSETS if set (as test/envtest), else <repo>/bin/k8s.
 	K8sBinDir string
 	// BinaryDir resolves a Pod's relative command[0] (the schedlab binary stands in for the
 	// image). Default: <repo>/bin.
@@ -95,6 +95,9 @@ func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
 	dir, err := filepath.Abs(o.Dir)
 	if err != nil {
 		return nil, err
+	}
+	if o.K8sBinDir == "" {
+		o.K8sBinDir = os.Getenv("KUBEBUILDER_ASSETS")
 	}
 	if o.K8sBinDir == "" || o.BinaryDir == "" {
 		root, err := RepoRoot()
