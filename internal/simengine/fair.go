@@ -52,9 +52,8 @@ func (s *sim) enqueueTree(cq, se int32) {
 	r := &s.rqs[cq]
 	e := &s.ents[se]
 	e.pos = int32(len(r.tree))
-	e.treeSeq = s.seq
+	r.tree = append(r.tree, treeNode{v: e.vruntime, d: e.deadline, slice: e.slice, seq: s.seq, se: se})
 	s.seq++
-	r.tree = append(r.tree, treeNode{v: e.vruntime, d: e.deadline, slice: e.slice, seq: e.treeSeq, se: se})
 	r.avgSum += (e.vruntime - r.minV) * e.weight
 	r.avgLoad += e.weight
 	if r.leftmost < 0 || e.vruntime < s.ents[r.leftmost].vruntime {
@@ -85,12 +84,6 @@ func (s *sim) dequeueTree(cq, se int32) {
 			}
 		}
 	}
-}
-
-// entityBefore orders the tree by vruntime; equal keys keep insertion order
-// (the rb-tree inserts equal keys to the right).
-func entityBefore(a, b *entity) bool {
-	return a.vruntime < b.vruntime || (a.vruntime == b.vruntime && a.treeSeq < b.treeSeq)
 }
 
 // ---- EEVDF: avg_vruntime, eligibility, deadlines ----

@@ -81,7 +81,6 @@ type entity struct {
 	prevSumExec int64
 	execStart   int64
 	protect     int64 // RUN_TO_PARITY: the deadline at pick time (the kernel stashes it in se->vlag)
-	treeSeq     uint64
 	load        pelt  // se->avg.load_avg
 	rq          int32 // cfs_rq this entity is queued on
 	my          int32 // group entities: the cfs_rq they own; -1 for tasks
@@ -100,29 +99,32 @@ type entity struct {
 // as the kernel's rb-tree does; it is a plain slice scanned in O(n), which is
 // fast for the small per-CPU queues of realistic inputs.
 type cfsRq struct {
-	cpu       int32
-	tg        int32 // owning task group, -1 for the root cfs_rq
-	ge        int32 // group entity that represents this queue in the parent, -1 for root
-	curr      int32
-	leftmost  int32 // tree entity with the smallest vruntime
-	nr        int32 // nr_running (entities queued, including curr)
-	hNr       int32 // h_nr_running (tasks below, excluding throttled subtrees)
-	idleHNr   int32 // idle_h_nr_running
-	load      int64 // load.weight of queued entities
-	minV      int64 // min_vruntime
-	avgSum    int64 // avg_vruntime: Σ (v_i - min_vruntime) * w_i over the tree
-	avgLoad   int64 // avg_load: Σ w_i over the tree
-	loadAvg   pelt  // cfs_rq->avg.load_avg (sum of attached entities' load_avg)
+	// First cache line: what update_curr, pick and enqueue/dequeue touch.
+	cpu      int32
+	tg       int32 // owning task group, -1 for the root cfs_rq
+	ge       int32 // group entity that represents this queue in the parent, -1 for root
+	curr     int32
+	leftmost int32 // tree entity with the smallest vruntime
+	nr       int32 // nr_running (entities queued, including curr)
+	hNr      int32 // h_nr_running (tasks below, excluding throttled subtrees)
+	idleHNr  int32 // idle_h_nr_running
+	load     int64 // load.weight of queued entities
+	minV     int64 // min_vruntime
+	avgSum   int64 // avg_vruntime: Σ (v_i - min_vruntime) * w_i over the tree
+	avgLoad  int64 // avg_load: Σ w_i over the tree
+
+	tree      []treeNode
+	loadAvg   pelt // cfs_rq->avg.load_avg (sum of attached entities' load_avg)
 	contrib   float64
 	throttled bool
 	hasQuota  bool // the owning group has a cpu.max quota
 	idle      bool // cfs_rq_is_idle(): owned by a cpu.idle group
-	tree      []treeNode
 
 	// calcGroupShares memo: the inputs of the last computation and its result.
 	shKeyOK                         bool
 	shKeyLoad, shares               int64
 	shKeyTg, shKeyAvg, shKeyContrib float64
+	_                               [32]byte // pad to 192 bytes: three whole cache lines
 }
 
 // treeNode is a queued entity with the keys a pick reads, which do not
