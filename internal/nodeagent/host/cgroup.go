@@ -424,9 +424,11 @@ func (c *Cgroups) Remove(dir string) error {
 	if err != nil {
 		return err
 	}
+	// An emptied cgroup stays busy until its killed processes are reaped
+	// (by their parent, or by init once the agent is gone): wait for that.
 	for _, d := range dirs {
 		var rerr error
-		for try := 0; try < 100; try++ {
+		for try := 0; try < 500; try++ {
 			rerr = c.FS.Rmdir(d)
 			if rerr == nil || errors.Is(rerr, fs.ErrNotExist) {
 				rerr = nil
