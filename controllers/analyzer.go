@@ -28,6 +28,8 @@ type Analysis struct {
 	PredictionError   string
 	BestVariant       string
 	BestVariantReason string
+	// Sweep is the answer of spec.sweep (mode Simulate), nil without one.
+	Sweep *v1alpha1.SweepStatus
 	// RelativeErrors are the relative errors of predicted cpu per result row
 	// with a measurement, for the prediction error metric.
 	RelativeErrors []float64

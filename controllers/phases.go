@@ -159,6 +159,7 @@ func (r *SchedExperimentReconciler) abortStaleGeneration(ctx context.Context, s 
 	s.status.ResultsGeneration = 0
 	s.status.BestVariant, s.status.BestVariantReason, s.status.PredictionError = "", "", ""
 	s.status.StartTime, s.status.CompletionTime = nil, nil
+	s.status.Sweep = nil
 	for _, t := range []string{v1alpha1.ConditionCompleted, v1alpha1.ConditionDegraded, v1alpha1.ConditionFailed, v1alpha1.ConditionNodesLocked} {
 		meta.RemoveStatusCondition(&s.status.Conditions, t)
 	}
@@ -211,6 +212,7 @@ func (r *SchedExperimentReconciler) simulate(ctx context.Context, s *scope) erro
 		return fmt.Errorf("predicting: %w", err)
 	}
 	s.status.Results = an.Results
+	s.status.Sweep = an.Sweep
 	s.status.BestVariant, s.status.BestVariantReason = an.BestVariant, an.BestVariantReason
 	s.status.PredictionError = ""
 	s.status.ResultsGeneration = s.exp.Generation

@@ -47,6 +47,13 @@ func (a Analyzer) Analyze(ctx context.Context, spec *v1alpha1.SchedExperimentSpe
 			out.Results = append(out.Results, row)
 		}
 		out.BestVariant, out.BestVariantReason = experiment.BestVariant(sp, out.Results)
+		if sp.Sweep != nil {
+			sw, err := experiment.Plan(ctx, sp, shapes, experiment.SweepOptions{PredictOptions: a.Options})
+			if err != nil {
+				return nil, err
+			}
+			out.Sweep = sw
+		}
 		return out, nil
 	}
 

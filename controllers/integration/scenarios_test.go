@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/schedlab/schedlab/api/v1alpha1"
@@ -269,3 +270,29 @@ func TestSimulate(t *testing.T) {
 }
 
 var _ = controllers.Config{}
+
+// TestSimulateSweep: a Simulate experiment with a sweep gets its curve and
+// answer in status.sweep.
+func TestSimulateSweep(t *testing.T) {
+	h := newHarness(t, harnessOptions{})
+	spec := h.experimentSpec()
+	spec.Mode = v1alpha1.ModeSimulate
+	spec.NodeSelector = nil
+	spec.Objectives = nil
+	spec.Variants = spec.Variants[:1]
+	spec.Simulation = &v1alpha1.Simulation{Seed: 1, Nodes: []v1alpha1.NodeShape{{CPUs: 2, Scheduler: v1alpha1.SchedulerEEVDF, Count: ptr.To[int32](10)}}}
+	spec.Sweep = &v1alpha1.Sweep{
+		Parameters: []v1alpha1.SweepParameter{{Target: v1alpha1.SweepReplicas, Group: "probe", Range: &v1alpha1.SweepRange{From: 1, To: 3, Step: 1}}},
+		Answer:     v1alpha1.SweepLargest,
+	}
+	spec.Constraints = []v1alpha1.Constraint{{Metric: "wakeupLatencyUs.p99", Group: "probe", Max: ptr.To(1e9)}}
+	name := h.createExperiment("exp", spec)
+	e := h.waitCondition(name, v1alpha1.ConditionCompleted, metav1.ConditionTrue, v1alpha1.ReasonSimulated, 2*time.Minute)
+	sw := e.Status.Sweep
+	if sw == nil || len(sw.Shapes) != 1 || len(sw.Shapes[0].Points) != 3 {
+		t.Fatalf("status.sweep %+v, want one shape with 3 points", sw)
+	}
+	if a := sw.Shapes[0].Answer; a == nil {
+		t.Errorf("no answer: %s", sw.Shapes[0].Reason)
+	}
+}
