@@ -155,10 +155,8 @@ func (a *Agent) Run(ctx context.Context) error {
 	if !a.cache.WaitForCacheSync(ctx) {
 		return ctx.Err()
 	}
-	if len(recovered) > 0 {
-		if err := a.reportRecovery(ctx, recovered); err != nil {
-			log.Error(err, "Writing the recovered restore record")
-		}
+	if err := a.reportRecovery(ctx, recovered); err != nil {
+		log.Error(err, "Writing the recovered restore record")
 	}
 
 	for {
@@ -352,20 +350,25 @@ func (a *Agent) finish(ctx context.Context, log logr.Logger, st, res *v1alpha1.N
 	return nil
 }
 
-// reportRecovery records, on a NodeRun whose run was cut off, that the
-// journal has been restored.
+// reportRecovery ends a run an earlier agent was cut off in (killed, its
+// node rebooted): the NodeRun says Running, or finished without its
+// restore. The journal has been restored by now; the run is Aborted (not
+// run again: a crashing agent must not loop), with the restore record.
 func (a *Agent) reportRecovery(ctx context.Context, recs []v1alpha1.KnobRecord) error {
 	nr := &v1alpha1.NodeRun{}
 	if err := a.client.Get(ctx, types.NamespacedName{Name: a.name}, nr); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	if nr.Status.StartTime == nil || nr.Status.Restored {
+	if nr.Status.StartTime == nil || (nr.Status.Phase.Finished() && nr.Status.Restored) {
 		return nil
 	}
 	st := nr.Status.DeepCopy()
-	st.Knobs, st.Restored = recs, allOK(recs)
+	if len(recs) > 0 {
+		st.Knobs = recs
+	}
+	st.Restored = allOK(recs)
 	if !st.Phase.Finished() {
-		st.Phase, st.Message = v1alpha1.NodeRunAborted, "aborted: the agent was restarted; the journal was restored"
+		st.Phase, st.Message = v1alpha1.NodeRunAborted, "aborted: the agent was restarted mid-run; the journal was restored"
 	}
 	now := metav1.NewTime(a.opts.Clock.Now())
 	st.LastUpdateTime = &now

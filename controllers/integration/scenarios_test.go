@@ -1,6 +1,7 @@
 package integration_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -294,5 +295,60 @@ func TestSimulateSweep(t *testing.T) {
 	}
 	if a := sw.Shapes[0].Answer; a == nil {
 		t.Errorf("no answer: %s", sw.Shapes[0].Reason)
+	}
+}
+
+// recoveringRunner is a node whose previous agent was killed mid-run: its
+// journal holds one knob, which Recover restores.
+type recoveringRunner struct{ scriptedRunner }
+
+func (r *recoveringRunner) Recover(context.Context) ([]v1alpha1.KnobRecord, error) {
+	return knobRecord(true), nil
+}
+
+// TestAgentRestartedMidRun: an agent starting on a node whose NodeRun says
+// Running (its predecessor was killed) restores the journal first and ends
+// that run Aborted with the restore record; the experiment fails with the
+// node named.
+func TestAgentRestartedMidRun(t *testing.T) {
+	h := newHarness(t, harnessOptions{Runner: runners(nil)})
+	node := h.prefix + "-a"
+	h.kubelet.kill(node) // the test starts the agent itself
+	h.createNodes(nodeSpec{name: node})
+	name := h.createExperiment("exp", h.experimentSpec())
+	var nr v1alpha1.NodeRun
+	h.eventually(30*time.Second, "NodeRun", func() (bool, string) {
+		runs := h.nodeRuns(name)
+		if len(runs) == 1 {
+			nr = runs[0]
+		}
+		return len(runs) == 1, ""
+	})
+	start := metav1.Now()
+	nr.Status = v1alpha1.NodeRunStatus{Phase: v1alpha1.NodeRunRunning, ExperimentGeneration: 1, StartTime: &start, StepsTotal: 4, StepsDone: 2}
+	if err := k8s.Status().Update(h.ctx, &nr); err != nil {
+		t.Fatal(err)
+	}
+	runner := &recoveringRunner{scriptedRunner{node: node, cpus: 4}}
+	a, err := agent.New(restCfg, scheme, agent.Options{Experiment: name, Node: node, Runner: runner, ProgressInterval: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(h.ctx)
+	done := make(chan error)
+	go func() { done <- a.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	e := h.waitCondition(name, v1alpha1.ConditionFailed, metav1.ConditionTrue, v1alpha1.ReasonNodesFailed, 30*time.Second)
+	if p := e.Status.Nodes[0]; p.Phase != v1alpha1.NodeRunAborted || !strings.Contains(p.Message, "restarted mid-run") {
+		t.Errorf("node %+v, want Aborted by the restart", p)
+	}
+	got := h.nodeRuns(name)[0]
+	if !got.Status.Restored || len(got.Status.Knobs) != 1 || got.Status.Knobs[0].Name != "autogroup" {
+		t.Errorf("NodeRun status restored %v knobs %+v, want the recovered record", got.Status.Restored, got.Status.Knobs)
+	}
+	runner.mu.Lock()
+	defer runner.mu.Unlock()
+	if runner.started != 0 {
+		t.Errorf("the cut-off run was run again %d times", runner.started)
 	}
 }
