@@ -18,6 +18,7 @@ import (
 	"github.com/schedlab/schedlab/controllers"
 	"github.com/schedlab/schedlab/controllers/agent"
 	"github.com/schedlab/schedlab/controllers/names"
+	"github.com/schedlab/schedlab/internal/nodeagent"
 )
 
 // TestContention: two experiments want the same nodes; the second waits,
@@ -351,4 +352,22 @@ func TestAgentRestartedMidRun(t *testing.T) {
 	if runner.started != 0 {
 		t.Errorf("the cut-off run was run again %d times", runner.started)
 	}
+}
+
+// TestRealNodeAgentOnAnEmptyRoot runs the production runner (the node agent
+// of internal/nodeagent) under the real agent loop against an empty
+// temporary host root: it must fail cleanly before touching anything, and
+// the failure must reach the NodeRun and the experiment.
+func TestRealNodeAgentOnAnEmptyRoot(t *testing.T) {
+	h := newHarness(t, harnessOptions{Runner: func(_, node string) agent.Runner {
+		return agent.NodeAgentRunner{Options: nodeagent.Options{Root: t.TempDir(), StateDir: t.TempDir(), WorkerBinary: "/bin/false"}}
+	}})
+	h.createNodes(nodeSpec{name: h.prefix + "-a"})
+	name := h.createExperiment("exp", h.experimentSpec())
+	e := h.waitCondition(name, v1alpha1.ConditionFailed, metav1.ConditionTrue, v1alpha1.ReasonNodesFailed, 60*time.Second)
+	if p := e.Status.Nodes[0]; p.Phase != v1alpha1.NodeRunFailed || p.Message == "" {
+		t.Errorf("node %+v, want Failed with the node agent's reason", p)
+	}
+	t.Logf("node agent on an empty root: %s", e.Status.Nodes[0].Message)
+	h.eventually(10*time.Second, "locks released", func() (bool, string) { return len(h.leases()) == 0, "" })
 }
