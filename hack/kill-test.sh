@@ -32,9 +32,12 @@ spec:
 YAML
 
 cgmount=$(awk '$9=="cgroup" && $NF ~ /(^|,)cpu(,|$)/ {print $5; exit} $9=="cgroup2" {print $5}' /proc/self/mountinfo | head -1)
-state() {
+state() { # read under the node lock, so that no other schedlab run is half-way
+  exec 9</sys/fs/cgroup
+  flock 9
   for f in /proc/sys/kernel/sched_autogroup_enabled /proc/sys/kernel/sched_rr_timeslice_ms; do echo "$f=$(cat $f)"; done
   find "$cgmount" -mindepth 1 -maxdepth 3 -type d | sort
+  exec 9<&-
 }
 workers() { # live processes carrying SCHEDLAB_WORKER=<run>.*
   for e in /proc/[0-9]*/environ; do

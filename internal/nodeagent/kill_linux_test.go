@@ -90,7 +90,7 @@ func TestSIGKILLRestores(t *testing.T) {
 		Warmup:      &metav1.Duration{Duration: 100 * time.Millisecond},
 		Repetitions: 2,
 		Variants: []v1alpha1.Variant{
-			{Name: "off", Knobs: v1alpha1.Knobs{Autogroup: v1alpha1.AutogroupDisabled, Sysctls: map[string]string{"kernel.sched_rr_timeslice_ms": "50"}}},
+			{Name: "off", Knobs: v1alpha1.Knobs{Autogroup: v1alpha1.AutogroupDisabled, Sysctls: map[string]v1alpha1.SysctlValue{"kernel.sched_rr_timeslice_ms": "50"}}},
 			{Name: "on", Knobs: v1alpha1.Knobs{Autogroup: v1alpha1.AutogroupEnabled}},
 		},
 		Workload: v1alpha1.Workload{Groups: []v1alpha1.Group{

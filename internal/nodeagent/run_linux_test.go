@@ -30,10 +30,16 @@ func needRoot(t *testing.T) {
 	}
 }
 
-// nodeState is what a run must leave as it found it.
+// nodeState is what a run must leave as it found it, read under the node
+// lock so that no other run on this machine is half-way.
 func nodeState(t *testing.T) string {
 	t.Helper()
 	fsys := host.NewFS("/")
+	l, err := host.AcquireLock(fsys, t.TempDir(), "state-check", 10*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
 	caps, err := host.Detect(fsys)
 	if err != nil {
 		t.Fatal(err)
@@ -239,7 +245,7 @@ func TestRunBadInput(t *testing.T) {
 		want   string
 	}{
 		{"sysctl outside the allowlist", func(s *v1alpha1.SchedExperimentSpec) {
-			s.Variants[0].Knobs.Sysctls = map[string]string{"kernel.panic": "1"}
+			s.Variants[0].Knobs.Sysctls = map[string]v1alpha1.SysctlValue{"kernel.panic": "1"}
 		}, `sysctls "kernel.panic": not on the allowlist`},
 		{"too many tasks", func(s *v1alpha1.SchedExperimentSpec) {
 			s.Workload.Groups[0].Replicas, s.Workload.Groups[0].Tasks = 2, ptr(int32(300))

@@ -84,7 +84,7 @@ func Plan(caps *v1alpha1.NodeCapabilities, k *v1alpha1.Knobs) ([]Setting, error)
 		}
 	}
 	for _, s := range sortedKeys(k.Sysctls) {
-		want(sysctlPrefix+s, k.Sysctls[s])
+		want(sysctlPrefix+s, string(k.Sysctls[s]))
 	}
 	if len(missing) > 0 {
 		return nil, &UnsupportedError{Reason: strings.Join(missing, "; ")}

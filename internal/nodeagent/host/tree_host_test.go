@@ -160,7 +160,7 @@ func TestApplyRestoreLayouts(t *testing.T) {
 				TunableScaling: v1alpha1.ScalingNone,
 				Preempt:        v1alpha1.PreemptVoluntary,
 				Features:       map[string]bool{"NEXT_BUDDY": true, "PLACE_LAG": false},
-				Sysctls:        map[string]string{"kernel.sched_rr_timeslice_ms": "30"},
+				Sysctls:        map[string]v1alpha1.SysctlValue{"kernel.sched_rr_timeslice_ms": "30"},
 			}
 			wantSet := map[string]string{
 				autogroupPath:                            "0",
@@ -273,7 +273,7 @@ func TestPlanUnsupported(t *testing.T) {
 			v1alpha1.Knobs{Preempt: v1alpha1.PreemptLazy},
 			"preempt: /sys/kernel/debug/sched/preempt does not exist: debugfs is not mounted at /sys/kernel/debug"},
 		{"missing sysctl", layout{kernel: "6.18.44", cgroup: "v2"},
-			v1alpha1.Knobs{Sysctls: map[string]string{"kernel.sched_energy_aware": "0"}},
+			v1alpha1.Knobs{Sysctls: map[string]v1alpha1.SysctlValue{"kernel.sched_energy_aware": "0"}},
 			"sysctls.kernel.sched_energy_aware: /proc/sys/kernel/sched_energy_aware does not exist: not in this kernel (no /proc/sys/kernel/sched_energy_aware)"},
 	}
 	for _, tc := range cases {

@@ -145,7 +145,7 @@ func validateKnobs(k *v1alpha1.Knobs) []string {
 			errs = append(errs, fmt.Sprintf("sysctls %q: not on the allowlist; sysctls may only name %s", s, strings.Join(v1alpha1.AllowedSysctls, ", ")))
 			continue
 		}
-		if !integerStr.MatchString(k.Sysctls[s]) {
+		if !integerStr.MatchString(string(k.Sysctls[s])) {
 			errs = append(errs, fmt.Sprintf("sysctls %q: value %q must be an integer written as a string, such as \"5000\"", s, k.Sysctls[s]))
 		}
 	}

@@ -31,10 +31,10 @@ func TestValidate(t *testing.T) {
 		want   []string
 	}{
 		{"sysctl outside the allowlist", func(s *v1alpha1.SchedExperimentSpec) {
-			s.Variants[0].Knobs.Sysctls = map[string]string{"kernel.core_pattern": "|/bin/sh"}
+			s.Variants[0].Knobs.Sysctls = map[string]v1alpha1.SysctlValue{"kernel.core_pattern": "|/bin/sh"}
 		}, []string{`variants[0] (on).knobs.sysctls "kernel.core_pattern": not on the allowlist; sysctls may only name kernel.sched_cfs_bandwidth_slice_us`}},
 		{"sysctl value not an integer", func(s *v1alpha1.SchedExperimentSpec) {
-			s.Variants[0].Knobs.Sysctls = map[string]string{"kernel.numa_balancing": "1; reboot"}
+			s.Variants[0].Knobs.Sysctls = map[string]v1alpha1.SysctlValue{"kernel.numa_balancing": "1; reboot"}
 		}, []string{`value "1; reboot" must be an integer`}},
 		{"too many tasks", func(s *v1alpha1.SchedExperimentSpec) {
 			s.Workload.Groups[0].Replicas = 100
