@@ -45,3 +45,17 @@ func TestFieldValue(t *testing.T) {
 		t.Error("fieldValue(spec.bogus) succeeded, want an error")
 	}
 }
+
+func TestImageBinary(t *testing.T) {
+	for image, want := range map[string]string{
+		"schedlab":                      "schedlab",
+		"schedlab:dev":                  "schedlab",
+		"ghcr.io/schedlab/schedlab:v1":  "schedlab",
+		"localhost:5000/agent@sha256:0": "agent",
+		"":                              "",
+	} {
+		if got := imageBinary(image); got != want {
+			t.Errorf("imageBinary(%q) = %q, want %q", image, got, want)
+		}
+	}
+}

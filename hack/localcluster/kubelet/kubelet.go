@@ -1,8 +1,10 @@
 // Package kubelet is a fake kubelet for local end-to-end tests and demos. It registers this
 // machine as a Node (capacity, kernel version and OS from the host), keeps the Node Ready with a
 // heartbeat Lease, and runs the containers of every Pod bound to the Node as local processes:
-// the image is ignored and command[0] is resolved against a binary directory, so a locally
-// built binary stands in for the image. It reports Pod phase and container statuses, honours
+// the image is not pulled; a relative command[0] is resolved against a binary directory, and a
+// container without command runs the binary named after its image (image "schedlab:dev" runs
+// <binary dir>/schedlab with the container's args), so a locally built binary stands in for the
+// image. It reports Pod phase and container statuses, honours
 // restart policies, and on Pod deletion sends SIGTERM, waits the grace period, sends SIGKILL and
 // then deletes the Pod with grace period 0 so the API server finalizes it.
 //
@@ -49,7 +51,8 @@ type Config struct {
 	NodeName string
 	// Labels are added to the Node's standard labels (hostname, os, arch).
 	Labels map[string]string
-	// BinaryDir resolves a relative command[0]; an absolute command[0] is used as is.
+	// BinaryDir resolves a relative command[0], and holds the binary named after the image
+	// for a container without command; an absolute command[0] is used as is.
 	BinaryDir string
 	// PodsDir holds a directory per Pod: the containers' output (<container>.log), the Pod's
 	// kubeconfig, and the working directory of containers that set none.

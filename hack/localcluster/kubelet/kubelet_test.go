@@ -62,9 +62,8 @@ func TestPodLifecycle(t *testing.T) {
 	}
 
 	ns := "default"
-	mkPod := func(name string, policy corev1.RestartPolicy, grace int64, command ...string) *corev1.Pod {
-		t.Helper()
-		pod, err := cs.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
+	newPod := func(name string, policy corev1.RestartPolicy, grace int64, command ...string) *corev1.Pod {
+		return &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 			Spec: corev1.PodSpec{
 				NodeName:                      "node-a",
@@ -79,11 +78,19 @@ func TestPodLifecycle(t *testing.T) {
 					},
 				}},
 			},
-		}, metav1.CreateOptions{})
+		}
+	}
+	create := func(pod *corev1.Pod) *corev1.Pod {
+		t.Helper()
+		pod, err := cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return pod
+	}
+	mkPod := func(name string, policy corev1.RestartPolicy, grace int64, command ...string) *corev1.Pod {
+		t.Helper()
+		return create(newPod(name, policy, grace, command...))
 	}
 	waitPhase := func(name string, phase corev1.PodPhase) *corev1.Pod {
 		t.Helper()
@@ -114,6 +121,21 @@ func TestPodLifecycle(t *testing.T) {
 			t.Fatal(err)
 		}
 		if want := "hello world from hello on node-a\n"; string(out) != want {
+			t.Errorf("output = %q, want %q", out, want)
+		}
+	})
+
+	t.Run("no command runs the binary named after the image", func(t *testing.T) {
+		pod := newPod("entrypoint", corev1.RestartPolicyNever, 30)
+		pod.Spec.Containers[0].Image = "registry.example/team/hello:v1"
+		pod.Spec.Containers[0].Args = []string{"image"}
+		pod = create(pod)
+		waitPhase(pod.Name, corev1.PodSucceeded)
+		out, err := os.ReadFile(filepath.Join(podsDir, ns+"_"+pod.Name+"_"+string(pod.UID), "main.log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := "hello image from entrypoint on node-a\n"; string(out) != want {
 			t.Errorf("output = %q, want %q", out, want)
 		}
 	})

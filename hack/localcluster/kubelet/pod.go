@@ -385,15 +385,21 @@ func (c *container) terminated() *corev1.ContainerStateTerminated {
 }
 
 func (w *podWorker) argv(spec corev1.Container, env []corev1.EnvVar) ([]string, error) {
-	if len(spec.Command) == 0 {
-		return nil, errors.New("no command: the fake kubelet ignores the image, so the container must set command")
-	}
 	vars := map[string]string{}
 	for _, e := range env {
 		vars[e.Name] = e.Value
 	}
+	command := spec.Command
+	if len(command) == 0 {
+		// The image's entrypoint: the binary named after the image.
+		name := imageBinary(spec.Image)
+		if name == "" {
+			return nil, fmt.Errorf("no command and no image name to stand for the entrypoint")
+		}
+		command = []string{name}
+	}
 	var argv []string
-	for _, a := range append(append([]string{}, spec.Command...), spec.Args...) {
+	for _, a := range append(append([]string{}, command...), spec.Args...) {
 		argv = append(argv, expand(a, vars))
 	}
 	if !filepath.IsAbs(argv[0]) {
@@ -403,6 +409,16 @@ func (w *podWorker) argv(spec corev1.Container, env []corev1.EnvVar) ([]string, 
 		return nil, fmt.Errorf("command %s: %w", argv[0], err)
 	}
 	return argv, nil
+}
+
+// imageBinary returns the name of the binary that stands in for an image's entrypoint: the
+// last path element of the image name without tag or digest ("ghcr.io/x/schedlab:v1" and
+// "schedlab:dev" give "schedlab").
+func imageBinary(image string) string {
+	name, _, _ := strings.Cut(image, "@")
+	name = name[strings.LastIndex(name, "/")+1:]
+	name, _, _ = strings.Cut(name, ":")
+	return name
 }
 
 func (w *podWorker) processEnv(env []corev1.EnvVar) []string {
