@@ -230,12 +230,19 @@ func (r *SchedExperimentReconciler) simulate(ctx context.Context, s *scope) erro
 }
 
 // distinctShapes are the simulator shapes of the chosen nodes, preferring
-// what the agents detected over what the Node objects say, sorted by name.
+// what the agents detected over what the Node objects say, sorted by name,
+// each with the count of chosen nodes of that shape (the fleet a sweep's
+// answer is summed over).
 func (r *SchedExperimentReconciler) distinctShapes(s *scope, runs map[string]*v1alpha1.NodeRun) []v1alpha1.NodeShape {
 	seen := map[string]v1alpha1.NodeShape{}
+	count := map[string]int32{}
 	for _, n := range s.chosen {
 		if sh, ok := r.shapeOf(s, n, runs[n]); ok {
-			seen[v1alpha1.ShapeName(sh.CPUs, sh.Scheduler)] = sh
+			k := v1alpha1.ShapeName(sh.CPUs, sh.Scheduler)
+			count[k]++
+			c := count[k]
+			sh.Count = &c
+			seen[k] = sh
 		}
 	}
 	keys := make([]string, 0, len(seen))
