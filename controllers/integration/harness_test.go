@@ -50,7 +50,6 @@ import (
 )
 
 var (
-	crdDirs []string // nil: config/crd/bases
 	scheme  = newScheme()
 	env     *envtest.Env
 	restCfg *rest.Config
@@ -75,7 +74,7 @@ func TestMain(m *testing.M) {
 	}
 	ctrl.SetLogger(logr.Discard())
 	var err error
-	env, err = envtest.StartEnv(envtest.Options{Scheme: scheme, CRDDirectoryPaths: crdDirs})
+	env, err = envtest.StartEnv(envtest.Options{Scheme: scheme})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "controllers integration tests:", err)
 		os.Exit(1)
