@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"golang.org/x/sys/unix"
 
 	"github.com/schedlab/schedlab/api/v1alpha1"
 )
@@ -89,6 +90,12 @@ func (ch *Changes) Apply(settings []Setting) error {
 			continue
 		}
 		if err := s.Knob.Write(ch.FS, s.Value); err != nil {
+			if _, choice := s.Knob.(choiceKnob); choice && errors.Is(err, unix.EINVAL) {
+				// The kernel does not offer this choice (a preemption
+				// model it was not built with): the variant cannot run
+				// here. Nothing was written.
+				return &UnsupportedError{Reason: fmt.Sprintf("%s: the kernel refused %q (%s does not offer it)", s.Knob.Name(), s.Value, s.Knob.Path())}
+			}
 			return fmt.Errorf("%s: write %q to %s: %w", s.Knob.Name(), s.Value, s.Knob.Path(), err)
 		}
 		got, err := s.Knob.Read(ch.FS)

@@ -2,6 +2,7 @@ package host
 
 import (
 	"errors"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -432,5 +433,35 @@ func TestCgroupV2ParentWithTasks(t *testing.T) {
 				t.Errorf("not restored:\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestApplyPreemptNotOffered: a preemption model the kernel was not built
+// with is refused by the kernel (EINVAL): the variant is Unsupported.
+func TestApplyPreemptNotOffered(t *testing.T) {
+	fsys := newTree(t, layout{kernel: "6.12.3", cgroup: "v2", debugfs: true})
+	if err := os.WriteFile(fsys.Abs(preemptPath), []byte("none voluntary (full)\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	caps, err := Detect(fsys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	settings, err := Plan(caps, &v1alpha1.Knobs{Preempt: v1alpha1.PreemptLazy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsys.(*fakeHost).choices = []string{"none", "voluntary", "full"}
+	ch := NewChanges(fsys, NewJournal(t.TempDir(), "p"), logr.Discard())
+	err = ch.Apply(settings)
+	var ue *UnsupportedError
+	if !errors.As(err, &ue) || !strings.Contains(ue.Reason, `preempt: the kernel refused "lazy"`) {
+		t.Fatalf("Apply = %v, want Unsupported", err)
+	}
+	if err := ch.Restore(); err != nil {
+		t.Fatal(err)
+	}
+	if got := readTree(t, fsys, preemptPath); got != "none voluntary (full)" {
+		t.Errorf("preempt = %q", got)
 	}
 }

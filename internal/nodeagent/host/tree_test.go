@@ -89,6 +89,8 @@ func newTree(t *testing.T, l layout) FS {
 type fakeHost struct {
 	FS
 	l layout
+	// choices the fake preempt file offers (default all four).
+	choices []string
 }
 
 func (f *fakeHost) cgroupMount() string {
@@ -146,7 +148,11 @@ func (f *fakeHost) WriteFile(p string, data []byte) error {
 		choice := strings.TrimSpace(string(data))
 		var out []string
 		found := false
-		for _, x := range []string{"none", "voluntary", "full", "lazy"} {
+		all := f.choices
+		if all == nil {
+			all = []string{"none", "voluntary", "full", "lazy"}
+		}
+		for _, x := range all {
 			if x == choice {
 				x, found = "("+x+")", true
 			}
