@@ -21,6 +21,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -82,13 +83,28 @@ type Cluster struct {
 	kubelet   *kubelet.Kubelet
 	cancel    context.CancelFunc
 	stopOnce  sync.Once
+	stopped   atomic.Bool
 	kubeletWG sync.WaitGroup
 }
 
 // Start starts the cluster and returns once the API server is ready and, unless disabled, the
 // Node is registered and Ready. On error everything started so far is stopped. ctx bounds only
 // the start; the cluster runs until Stop.
-func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
+func Start(ctx context.Context, o Options) (*Cluster, error) {
+	// Ports are picked free and then handed to the components, so another process can take one
+	// in between; such a start is retried.
+	for attempt := 1; ; attempt++ {
+		c, err := start(ctx, o)
+		if err == nil || attempt == 3 || ctx.Err() != nil || !strings.Contains(err.Error(), "address already in use") {
+			return c, err
+		}
+		if o.Logf != nil {
+			o.Logf("a port was taken, starting again: %v", err)
+		}
+	}
+}
+
+func start(ctx context.Context, o Options) (_ *Cluster, err error) {
 	if o.Dir == "" {
 		return nil, errors.New("localcluster: Options.Dir is required")
 	}
@@ -305,6 +321,7 @@ func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
 // kube-scheduler, kube-controller-manager, kube-apiserver and etcd. It is safe to call twice.
 func (c *Cluster) Stop() {
 	c.stopOnce.Do(func() {
+		c.stopped.Store(true)
 		if c.cancel != nil {
 			c.cancel()
 			c.kubeletWG.Wait()
@@ -316,8 +333,12 @@ func (c *Cluster) Stop() {
 	})
 }
 
-// Err reports the first control plane component that exited on its own, with its log's tail.
+// Err reports the first control plane component that exited on its own, with its log's tail;
+// nil after Stop.
 func (c *Cluster) Err() error {
+	if c.stopped.Load() {
+		return nil
+	}
 	for _, p := range c.procs {
 		if err := p.failure(); err != nil {
 			return err

@@ -146,6 +146,31 @@ func TestDaemonSetRunsAsLocalProcess(t *testing.T) {
 	}); err != nil {
 		t.Errorf("process %d of the deleted pod is still running", pid)
 	}
+
+	// Stopping the cluster stops the processes of the pods still running.
+	if _, err := cs.AppsV1().DaemonSets(ns).Create(ctx, &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "sleeper2", Namespace: ns}, Spec: ds.Spec,
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=sleeper"})
+		if err != nil || len(pods.Items) != 1 || len(pods.Items[0].Status.ContainerStatuses) != 1 ||
+			pods.Items[0].Status.ContainerStatuses[0].State.Running == nil {
+			return false, nil
+		}
+		pid = pidOf(t, pods.Items[0].Status.ContainerStatuses[0].ContainerID)
+		return true, nil
+	}); err != nil {
+		t.Fatalf("waiting for the second DaemonSet's pod to run: %v", err)
+	}
+	c.Stop()
+	if alive(pid) {
+		t.Errorf("process %d still running after Stop", pid)
+	}
+	if err := c.Err(); err != nil {
+		t.Errorf("Err() after Stop = %v, want nil", err)
+	}
 }
 
 func utsRelease(u syscall.Utsname) string {
