@@ -28,12 +28,13 @@ helm: ## Build helm (pinned in hack/helm/go.mod) into bin/helm.
 # `make manifests` also regenerates the chart's copy of the RBAC rules.
 manifests: chart-rbac
 
+# The same controller-gen runs as `make manifests` makes for config/rbac, written into the chart
+# (whose templates cannot read files outside it); test/e2e fails when the two differ.
 .PHONY: chart-rbac
-chart-rbac: ## Generate the agent's ClusterRole (config/agent) and the chart's RBAC rules (charts/schedlab/files/rbac) from the markers.
-	$(GO) tool controller-gen rbac:roleName=schedlab-agent paths="./controllers/agent/..." output:rbac:artifacts:config=config/agent
+chart-rbac: ## Generate the chart's RBAC rules (charts/schedlab/files/rbac) from the +kubebuilder:rbac markers.
 	@mkdir -p charts/schedlab/files/rbac
-	$(GO) tool controller-gen rbac:roleName=schedlab-manager paths="./api/..." paths="./controllers/..." output:rbac:artifacts:config=charts/schedlab/files/rbac
-	cp config/agent/role.yaml charts/schedlab/files/rbac/agent_role.yaml
+	$(GO) tool controller-gen rbac:roleName=schedlab-manager paths="./controllers" output:rbac:artifacts:config=charts/schedlab/files/rbac
+	$(GO) tool controller-gen rbac:roleName=schedlab-agent paths="./controllers/agent" output:rbac:stdout > charts/schedlab/files/rbac/agent_role.yaml
 
 .PHONY: helm-lint
 helm-lint: helm ## helm lint --strict and helm template the chart.
