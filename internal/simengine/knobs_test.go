@@ -148,3 +148,40 @@ func TestGroupKnobEffects(t *testing.T) {
 		t.Errorf("without PREEMPT_SHORT the short-slice probe's p50 = %.1f µs, want ≥ 1 ms (it waits for the protected slice)", noShort.P50)
 	}
 }
+
+// cpu.max across CPUs: a quota of 200 ms per 100 ms period caps 4 hogs on 4
+// CPUs at 2 CPUs; the other CPUs' hogs take the rest.
+func TestBandwidthAcrossCPUs(t *testing.T) {
+	for _, sch := range bothSchedulers {
+		r := mustRun(t, Input{Node: Node{CPUs: 4, Scheduler: sch},
+			Groups:     []Group{{Name: "capped", Tasks: 4, CPUMaxQuotaNs: 200e6}, {Name: "free", Tasks: 4}},
+			DurationNs: 3e9, WarmupNs: 5e8, Seed: 1})
+		near(t, string(sch)+" capped cpu", group(t, r, "capped").Metrics.CPU, 2.0, 0.05)
+		near(t, string(sch)+" free cpu", group(t, r, "free").Metrics.CPU, 2.0, 0.05)
+	}
+}
+
+// A Periodic task needing 10 ms every 16 ms misses its deadlines when it
+// shares the CPU equally with two hogs (entitled to a third, 5.3 ms per
+// period), and meets them at nice -10 (weight 9548 against 2 × 1024).
+func TestPeriodicDeadlineMisses(t *testing.T) {
+	for _, sch := range bothSchedulers {
+		miss := func(nice int) float64 {
+			r := mustRun(t, Input{Node: Node{CPUs: 1, Scheduler: sch},
+				Groups: []Group{{Name: "hogs", Tasks: 2, Session: "s"},
+					{Name: "video", Tasks: 1, Session: "s", Nice: nice, Pattern: Pattern{Type: Periodic, RunNs: 10e6, PeriodNs: 16e6}}},
+				DurationNs: 3e9, WarmupNs: 5e8, Seed: 1})
+			m := group(t, r, "video").Metrics
+			if m.DeadlineMissRatio == nil || m.OpsPerSec == nil {
+				t.Fatal("Periodic group lacks deadlineMissRatio or opsPerSec")
+			}
+			return *m.DeadlineMissRatio
+		}
+		if m := miss(0); m < 0.9 {
+			t.Errorf("%s: miss ratio at nice 0 = %.3f, want ≥ 0.9", sch, m)
+		}
+		if m := miss(-10); m > 0.05 {
+			t.Errorf("%s: miss ratio at nice -10 = %.3f, want ≤ 0.05", sch, m)
+		}
+	}
+}
