@@ -217,6 +217,10 @@ func TestTimeout(t *testing.T) {
 	if d == nil || d.Status != metav1.ConditionTrue || !strings.Contains(d.Message, silent+": TimedOut") {
 		t.Errorf("Degraded %+v, want True naming %s", d, silent)
 	}
+	h.eventually(10*time.Second, "Degraded and NodeTimedOut events", func() (bool, string) {
+		got := eventReasons(h, name)
+		return got["Degraded"] && got["NodeTimedOut"] && got["Completed"], strings.Join(keys(got), ",")
+	})
 	for _, r := range e.Status.Results {
 		if r.Measured == nil || r.Measured.N != 2 {
 			t.Errorf("row %s/%s measured %+v, want n=2 (one node × 2 repetitions)", r.Variant, r.Group, r.Measured)
