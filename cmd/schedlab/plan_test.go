@@ -1,0 +1,86 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const planSpec = `
+apiVersion: schedlab.io/v1alpha1
+kind: SchedExperiment
+metadata: {name: hogs-on-2}
+spec:
+  mode: Simulate
+  duration: 1s
+  warmup: 200ms
+  variants: [{name: stock}]
+  workload:
+    groups:
+    - {name: hogs, pattern: {type: Burst, meanRun: 5ms, meanSleep: 1ms}}
+  sweep:
+    parameters: [{target: Replicas, group: hogs, range: {from: 1, to: 6}}]
+  constraints: [{metric: cpuPerTask, group: hogs, min: 0.5}]
+  simulation:
+    seed: 1
+    nodes: [{cpus: 2, count: 3}]
+`
+
+// schedlab plan prints the same JSON twice for the same seed, its table
+// names the answer and the fleet, and --report writes plan.json and a chart.
+func TestPlanCommand(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "plan.yaml")
+	if err := os.WriteFile(file, []byte(planSpec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := func(f planFlags) string {
+		var out bytes.Buffer
+		f.file, f.seed, f.quiet = file, -1, true
+		if err := plan(context.Background(), &out, io.Discard, &f); err != nil {
+			t.Fatal(err)
+		}
+		return out.String()
+	}
+	a := run(planFlags{out: "json", report: filepath.Join(dir, "report")})
+	if b := run(planFlags{out: "json", workers: 1}); a != b {
+		t.Errorf("two runs differ:\n%s\n%s", a, b)
+	}
+	var got PlanOutput
+	if err := json.Unmarshal([]byte(a), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Sweep == nil || len(got.Sweep.Shapes) != 1 || got.Sweep.Fleet == nil || got.Sweep.Fleet.Nodes != 3 {
+		t.Fatalf("plan output %s", a)
+	}
+	table := run(planFlags{out: "table"})
+	for _, want := range []string{"2cpu-EEVDF × 3, variant stock", "<- answer", "fleet: ", "hogs/cpuPerTask ≥ 0.5"} {
+		if !strings.Contains(table, want) {
+			t.Errorf("table lacks %q:\n%s", want, table)
+		}
+	}
+	for _, f := range []string{"plan.json", "curve-1-hogs-cpuPerTask.png"} {
+		if st, err := os.Stat(filepath.Join(dir, "report", f)); err != nil || st.Size() == 0 {
+			t.Errorf("report %s: %v", f, err)
+		}
+	}
+	if err := plan(context.Background(), io.Discard, io.Discard, &planFlags{file: file, out: "yaml", seed: -1}); err == nil {
+		t.Errorf("-o yaml accepted")
+	}
+}
+
+func TestParseShard(t *testing.T) {
+	if i, n, err := parseShard("2/5"); err != nil || i != 2 || n != 5 {
+		t.Errorf("2/5: %d %d %v", i, n, err)
+	}
+	for _, bad := range []string{"5/5", "-1/3", "1", "a/b", "0/0"} {
+		if _, _, err := parseShard(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
