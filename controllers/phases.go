@@ -205,7 +205,7 @@ func (r *SchedExperimentReconciler) simulate(ctx context.Context, s *scope) erro
 	if sim := s.exp.Spec.Simulation; sim != nil && len(sim.Nodes) > 0 {
 		shapes = sim.Nodes
 	} else {
-		shapes = r.distinctShapes(s, nil)
+		shapes = r.distinctShapes(s, s.chosen, nil)
 	}
 	an, err := r.Analyzer.Analyze(ctx, &s.exp.Spec, shapes, nil, nil)
 	if err != nil {
@@ -229,14 +229,14 @@ func (r *SchedExperimentReconciler) simulate(ctx context.Context, s *scope) erro
 	return nil
 }
 
-// distinctShapes are the simulator shapes of the chosen nodes, preferring
-// what the agents detected over what the Node objects say, sorted by name,
-// each with the count of chosen nodes of that shape (the fleet a sweep's
-// answer is summed over).
-func (r *SchedExperimentReconciler) distinctShapes(s *scope, runs map[string]*v1alpha1.NodeRun) []v1alpha1.NodeShape {
+// distinctShapes are the simulator shapes of nodes, preferring what the
+// agents detected over what the Node objects say, sorted by name, each with
+// the count of those nodes of that shape (the fleet a sweep's answer is
+// summed over).
+func (r *SchedExperimentReconciler) distinctShapes(s *scope, nodes []string, runs map[string]*v1alpha1.NodeRun) []v1alpha1.NodeShape {
 	seen := map[string]v1alpha1.NodeShape{}
 	count := map[string]int32{}
-	for _, n := range s.chosen {
+	for _, n := range nodes {
 		if sh, ok := r.shapeOf(s, n, runs[n]); ok {
 			k := v1alpha1.ShapeName(sh.CPUs, sh.Scheduler)
 			count[k]++
@@ -433,12 +433,15 @@ func (r *SchedExperimentReconciler) complete(ctx context.Context, s *scope) erro
 
 	runs := s.runsByNode()
 	measured := make([]v1alpha1.NodeRun, 0, len(ok))
+	measuredNodes := make([]string, 0, len(ok))
 	nodeShapes := make(map[string]string, len(ok))
 	for _, p := range ok {
 		measured = append(measured, *runs[p.Name])
+		measuredNodes = append(measuredNodes, p.Name)
 		nodeShapes[p.Name] = p.Shape
 	}
-	shapes := r.distinctShapes(s, runs)
+	// Predictions only for the shapes something was measured on.
+	shapes := r.distinctShapes(s, measuredNodes, runs)
 	an, err := r.Analyzer.Analyze(ctx, &s.exp.Spec, shapes, measured, nodeShapes)
 	if err != nil {
 		return fmt.Errorf("analyzing %d NodeRuns: %w", len(measured), err)
