@@ -10,15 +10,24 @@ import (
 // LLC, an MC-level domain) whose groups are single CPUs: imbalance_pct 117,
 // cache_nice_tries 1, balance interval = number of CPUs in ms, ×16 when busy.
 
-// findIdlestCPUFork is find_idlest_cpu() for fork balancing at time 0: the
-// CPU with the fewest tasks placed so far, then the least load.
-func (s *sim) findIdlestCPUFork(ti int32) int32 {
+// findIdlestCPUFork is find_idlest_cpu() for the burst of forks at time 0
+// (every forked task is runnable at its fork): an idle CPU (none forked onto
+// it yet), lowest first; else the least loaded by cpu_load(), which holds
+// the load attached by the tasks forked so far, ties to the lowest index.
+// With fixed group weights (SMP_FAIR_GROUPS off) a further task of a group
+// already present does not add load, so a large group's extra tasks pile
+// onto one CPU, as on a kernel without calc_group_shares.
+func (s *sim) findIdlestCPUFork() int32 {
+	for c := int32(0); c < s.nCPU; c++ {
+		if s.cpus[c].forkCount == 0 {
+			return c
+		}
+	}
 	best := int32(0)
+	bl := s.cpuLoad(0)
 	for c := int32(1); c < s.nCPU; c++ {
-		a, b := &s.cpus[c], &s.cpus[best]
-		if a.forkCount < b.forkCount ||
-			(a.forkCount == b.forkCount && s.rqs[a.root].load < s.rqs[b.root].load) {
-			best = c
+		if l := s.cpuLoad(c); l < bl {
+			best, bl = c, l
 		}
 	}
 	return best

@@ -437,10 +437,16 @@ func (s *sim) attachTaskLoad(ti int32) {
 		}
 		ge := r.ge
 		s.updateSeLoad(ge)
+		// The group entity's load moves towards its weight in proportion
+		// to the part of the queue's load just attached.
 		w := float64(s.calcGroupShares(cq))
-		inc := amt * w / max(r.loadAvg.avg, 1)
-		s.ents[ge].load.avg += inc
+		g := &s.ents[ge]
+		inc := (w - g.load.avg) * min(1, amt/max(r.loadAvg.avg, 1))
+		if inc < 0 {
+			inc = 0
+		}
+		g.load.avg += inc
 		amt = inc
-		cq = s.ents[ge].rq
+		cq = g.rq
 	}
 }

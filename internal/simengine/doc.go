@@ -39,7 +39,8 @@
 //   - The tick at HZ (ticks aligned across CPUs; idle CPUs are tickless),
 //     the preemption model (see checkPreemptWakeup), cpu.max bandwidth with
 //     throttling and period-timer unthrottling, debt carried over.
-//   - SMP: fork balancing, wakeup placement (wake_affine with WA_IDLE,
+//   - SMP: fork balancing by load (an idle CPU, else the least cpu_load,
+//     with each forked task's load attached), wakeup placement (wake_affine with WA_IDLE,
 //     WA_WEIGHT, WA_BIAS, then select_idle_sibling), periodic, nohz-idle and
 //     new-idle load balancing with group classification, migrate_task and
 //     migrate_load imbalances, task_hot() with the migration cost,

@@ -25,6 +25,18 @@ func TestEveryKnobChangesTheSimulation(t *testing.T) {
 			return Input{Node: Node{CPUs: 4, Scheduler: sch}, DurationNs: 5e8,
 				Groups: []Group{{Name: "hog", Tasks: 2}, {Name: "b", Tasks: 8, Pattern: Pattern{Type: Burst, MeanRunNs: 1e6, MeanSleepNs: 2e6}}}}
 		},
+		// Lazy preemption defers wakeups from another CPU to the tick.
+		"preempt lazy": func(sch Scheduler) Input {
+			return Input{Node: Node{CPUs: 2, Scheduler: sch}, DurationNs: 5e8,
+				Groups: []Group{{Name: "hog", Tasks: 2}, {Name: "pp", Tasks: 4, Pattern: Pattern{Type: PingPong, RunNs: 20e3}}}}
+		},
+		// BASE_SLICE raises slices shorter than min_granularity: light
+		// tasks among many.
+		"feature BASE_SLICE": func(sch Scheduler) Input {
+			return Input{Node: Node{CPUs: 1, Scheduler: sch, HZ: 1000}, DurationNs: 5e8,
+				Knobs:  Knobs{LatencyNs: 24e6, MinGranularityNs: 3e6},
+				Groups: []Group{{Name: "a", Tasks: 6}, {Name: "b", Tasks: 6, CPUWeight: 400}}}
+		},
 		"feature ALT_PERIOD": func(sch Scheduler) Input {
 			return Input{Node: Node{CPUs: 1, Scheduler: sch}, DurationNs: 5e8,
 				Groups: []Group{{Name: "a", Tasks: 6}, {Name: "b", Tasks: 6}}}

@@ -534,11 +534,14 @@ func (s *sim) start() {
 	for i := range s.tasks {
 		ti := int32(i)
 		t := &s.tasks[ti]
-		c := s.findIdlestCPUFork(ti)
+		c := s.findIdlestCPUFork()
 		s.placeTaskOnCPU(ti, c)
 		s.cpus[c].forkCount++
 		e := &s.ents[t.se]
-		e.load = pelt{avg: float64(e.weight)} // post_init_entity_util_avg: load_avg starts at the weight
+		// post_init_entity_util_avg(): load_avg starts at the weight, and
+		// attach_entity_cfs_rq() adds it to the queues above.
+		e.load = pelt{avg: float64(e.weight)}
+		s.attachTaskLoad(ti)
 		switch t.kind {
 		case patHog:
 			t.workEnd = never

@@ -111,6 +111,36 @@ func TestSMPFairGroupsEightCPUs(t *testing.T) {
 	}
 }
 
+// A group with more tasks than CPUs (16 on 8, beside 8 single hogs). Fork
+// balancing puts each task on the least loaded CPU. With calc_group_shares
+// each task of the group adds load where it lands, so the 16 spread two per
+// CPU and get equal CPU time. With fixed group weights a second task of the
+// group adds nothing to its CPU's load (the group entity weighs 1024
+// whatever it holds), every CPU looks equally loaded, the extra tasks pile
+// onto one CPU, and the load balancer, comparing the same loads, leaves
+// them there: a few tasks get half a CPU, the piled ones a fraction.
+func TestFixedGroupWeightsPileTasks(t *testing.T) {
+	spread := func(on bool) (float64, float64) {
+		r := mustRun(t, Input{
+			Node:       Node{CPUs: 8, HZ: 1000},
+			Knobs:      Knobs{Features: map[string]bool{"SMP_FAIR_GROUPS": on}},
+			Groups:     []Group{{Name: "single", Replicas: 8, Tasks: 1}, {Name: "big", Tasks: 16}},
+			DurationNs: 5e9, WarmupNs: 1e9, Seed: 1,
+		})
+		mn, mx := 9.0, 0.0
+		for _, m := range group(t, r, "big").PerTask {
+			mn, mx = min(mn, m.CPU), max(mx, m.CPU)
+		}
+		return mn, mx
+	}
+	if mn, mx := spread(true); mx > 1.3*mn {
+		t.Errorf("SMP_FAIR_GROUPS on: big-group tasks get %.3f..%.3f CPU, want them even (max ≤ 1.3 × min)", mn, mx)
+	}
+	if mn, mx := spread(false); mx < 3*mn {
+		t.Errorf("SMP_FAIR_GROUPS off: big-group tasks get %.3f..%.3f CPU, want the piling (max ≥ 3 × min)", mn, mx)
+	}
+}
+
 // Two CPUs; cgroups of weight 100 (2 hogs), 400 (1 hog), 100 (1 hog). The
 // load balancer settles with the weight-400 hog alone on one CPU (load 4096)
 // and the other three tasks on the other (the two-hog group's entity carries
