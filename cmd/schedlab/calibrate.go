@@ -13,7 +13,10 @@ import (
 
 	"github.com/schedlab/schedlab/api/v1alpha1"
 	"github.com/schedlab/schedlab/internal/experiment"
+	"github.com/schedlab/schedlab/internal/simengine"
 )
+
+var simengineZero simengine.Calibration
 
 func init() {
 	register(command{name: "calibrate", summary: "fit the simulator's overheads for a node shape to measurements of 'schedlab run'", run: runCalibrate})
@@ -34,6 +37,7 @@ func runCalibrate(args []string) int {
 	format := fs.String("output", "table", "what to print: table or json")
 	duration := fs.Duration("duration", 0, fmt.Sprintf("simulated window of each candidate (default %s)", experiment.DefaultSweepWindow))
 	seed := fs.Int64("seed", -1, "simulator seed (overrides spec.simulation.seed)")
+	check := fs.String("check", "", "calibration file to check instead of fitting: print the error of the measurements without and with its calibration for the shape")
 	fs.Usage = func() {
 		fmt.Fprintln(os.Stderr, "Usage: schedlab calibrate -f EXPERIMENT.yaml --measured RUN.json [-f … --measured …] [-o CALIBRATION.json] [--output table|json]")
 		fs.PrintDefaults()
@@ -48,7 +52,7 @@ func runCalibrate(args []string) int {
 		s := uint64(*seed)
 		opts.Seed = &s
 	}
-	if err := calibrate(ctx, os.Stdout, files, measured, *outFile, *format, opts); err != nil {
+	if err := calibrate(ctx, os.Stdout, files, measured, *outFile, *format, *check, opts); err != nil {
 		fmt.Fprintln(os.Stderr, "schedlab calibrate:", err)
 		return 1
 	}
@@ -61,7 +65,7 @@ type CalibrateOutput struct {
 	Saved *v1alpha1.ShapeCalibration `json:"saved"`
 }
 
-func calibrate(ctx context.Context, w io.Writer, files, measured []string, outFile, format string, opts experiment.CalibrateOptions) error {
+func calibrate(ctx context.Context, w io.Writer, files, measured []string, outFile, format, check string, opts experiment.CalibrateOptions) error {
 	if len(files) == 0 || len(files) != len(measured) {
 		return fmt.Errorf("give -f EXPERIMENT.yaml and --measured RUN.json in pairs (%d -f, %d --measured)", len(files), len(measured))
 	}
@@ -94,6 +98,9 @@ func calibrate(ctx context.Context, w io.Writer, files, measured []string, outFi
 		shape = s
 		data = append(data, experiment.CalibrationData{Spec: &exp.Spec, Measured: rows})
 	}
+	if check != "" {
+		return checkCalibration(ctx, w, shape, data, check, opts)
+	}
 	start := time.Now()
 	fit, err := experiment.Calibrate(ctx, shape, data, opts)
 	if err != nil {
@@ -124,5 +131,31 @@ func calibrate(ctx context.Context, w io.Writer, files, measured []string, outFi
 	if outFile != "" {
 		fmt.Fprintf(w, "\nwritten to %s: use it with 'schedlab plan --calibration %s'\n", outFile, outFile)
 	}
+	return nil
+}
+
+// checkCalibration prints the prediction error of measurements without and
+// with a stored calibration: the test of a calibration on runs it was not
+// fitted to.
+func checkCalibration(ctx context.Context, w io.Writer, shape v1alpha1.NodeShape, data []experiment.CalibrationData, file string, opts experiment.CalibrateOptions) error {
+	cf, err := experiment.LoadCalibrationFile(file)
+	if err != nil {
+		return err
+	}
+	name := experiment.ShapeName(shape)
+	cal, ok := experiment.CalibrationMap(cf.Shapes)[name]
+	if !ok {
+		return fmt.Errorf("%s has no calibration for %s", file, name)
+	}
+	before, err := experiment.CalibrationError(ctx, shape, data, simengineZero, opts)
+	if err != nil {
+		return err
+	}
+	after, err := experiment.CalibrationError(ctx, shape, data, cal, opts)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "%s, %d row × metric pairs: prediction error %.1f%% without calibration, %.1f%% with %s (cpu alone: %.1f%% -> %.1f%%)\n",
+		name, after.Samples, 100*before.Mean, 100*after.Mean, file, 100*before.CPU, 100*after.CPU)
 	return nil
 }

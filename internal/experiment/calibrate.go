@@ -193,6 +193,17 @@ func Calibrate(ctx context.Context, shape v1alpha1.NodeShape, data []Calibration
 	}, nil
 }
 
+// CalibrationError is the prediction error over the experiments' measured
+// rows with calibration c for the shape: how well a stored calibration
+// predicts measurements it was not fitted to.
+func CalibrationError(ctx context.Context, shape v1alpha1.NodeShape, data []CalibrationData, c simengine.Calibration, opts CalibrateOptions) (PredictionErrors, error) {
+	if err := ctx.Err(); err != nil {
+		return PredictionErrors{}, err
+	}
+	ev := &calibEvaluator{data: data, shape: shape, opts: opts}
+	return ev.score(c)
+}
+
 // PredictionErrors are the mean absolute relative errors of predictions
 // against measurements: Mean over every row × calibration metric (cpu,
 // wakeup latency p50/p99/mean, opsPerSec), CPU over cpu alone.
