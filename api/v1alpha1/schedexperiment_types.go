@@ -267,8 +267,12 @@ type Knobs struct {
 	// +kubebuilder:validation:MaxProperties=10
 	// +kubebuilder:validation:XValidation:rule="self.all(k, k in ['kernel.sched_cfs_bandwidth_slice_us', 'kernel.sched_rt_runtime_us', 'kernel.sched_rt_period_us', 'kernel.sched_rr_timeslice_ms', 'kernel.sched_energy_aware', 'kernel.sched_util_clamp_min', 'kernel.sched_util_clamp_max', 'kernel.sched_util_clamp_min_rt_default', 'kernel.sched_schedstats', 'kernel.numa_balancing'])",message="sysctls may only name kernel.sched_cfs_bandwidth_slice_us, kernel.sched_rt_runtime_us, kernel.sched_rt_period_us, kernel.sched_rr_timeslice_ms, kernel.sched_energy_aware, kernel.sched_util_clamp_min, kernel.sched_util_clamp_max, kernel.sched_util_clamp_min_rt_default, kernel.sched_schedstats or kernel.numa_balancing"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, self[k].matches('^-?[0-9]{1,12}$'))",message="sysctl values must be integers written as strings, such as \"5000\""
-	Sysctls map[string]string `json:"sysctls,omitempty"`
+	Sysctls map[string]SysctlValue `json:"sysctls,omitempty"`
 }
+
+// SysctlValue is a sysctl's value: an integer written as a string.
+// +kubebuilder:validation:MaxLength=16
+type SysctlValue string
 
 // Workload is the synthetic load.
 type Workload struct {
@@ -281,9 +285,9 @@ type Workload struct {
 	// +kubebuilder:validation:XValidation:rule="self.all(g, self.exists_one(h, h.name == g.name))",message="group names must be unique"
 	// +kubebuilder:validation:XValidation:rule="self.map(g, (has(g.replicas) ? g.replicas : 1) * (has(g.tasks) ? g.tasks : 1)).sum() <= 512",message="the workload may have at most 512 tasks in all (the sum of replicas × tasks over the groups)"
 	// +kubebuilder:validation:XValidation:rule="self.all(g, !has(g.parent) || self.exists(p, p.name == g.parent))",message="parent must name another group of this workload"
-	// +kubebuilder:validation:XValidation:rule="self.all(g, !has(g.parent) || self.map(p, p.name).indexOf(g.parent) < self.map(p, p.name).indexOf(g.name))",message="a group's parent must be listed before it"
+	// +kubebuilder:validation:XValidation:rule="self.all(i, g, !has(g.parent) || self.exists(j, p, j < i && p.name == g.parent))",message="a group's parent must be listed before it"
 	// +kubebuilder:validation:XValidation:rule="self.all(g, !has(g.parent) || self.all(p, p.name != g.parent || ((!has(p.replicas) || p.replicas == 1) && !has(p.session))))",message="a parent group must have one replica and no session"
-	// +kubebuilder:validation:XValidation:rule="self.all(g, !has(g.parent) || self.all(p, p.name != g.parent || !has(p.parent) || self.all(q, q.name != p.parent || !has(q.parent) || self.all(r, r.name != q.parent || !has(r.parent)))))",message="cgroups may nest at most 4 deep"
+	// +kubebuilder:validation:XValidation:rule="self.all(g, !has(g.parent) || self.filter(p, p.name == g.parent).all(p, !has(p.parent) || self.filter(q, q.name == p.parent).all(q, !has(q.parent) || self.filter(r, r.name == q.parent).all(r, !has(r.parent)))))",message="cgroups may nest at most 4 deep"
 	Groups []Group `json:"groups"`
 }
 

@@ -243,7 +243,7 @@ func (in *Knobs) DeepCopyInto(out *Knobs) {
 	}
 	if in.Sysctls != nil {
 		in, out := &in.Sysctls, &out.Sysctls
-		*out = make(map[string]string, len(*in))
+		*out = make(map[string]SysctlValue, len(*in))
 		for key, val := range *in {
 			(*out)[key] = val
 		}

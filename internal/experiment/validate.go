@@ -129,7 +129,11 @@ func (v *validator) knobs(f string, k *v1alpha1.Knobs) {
 	switch k.Autogroup {
 	case "", v1alpha1.AutogroupEnabled, v1alpha1.AutogroupDisabled:
 	default:
-		v.addf(f+".autogroup", "%q: use Enabled or Disabled", k.Autogroup)
+		hint := ""
+		if k.Autogroup == "true" || k.Autogroup == "false" {
+			hint = " (YAML reads On/Off/Yes/No as booleans)"
+		}
+		v.addf(f+".autogroup", "%q: use Enabled or Disabled%s", k.Autogroup, hint)
 	}
 	v.durationIn(f+".baseSlice", k.BaseSlice, 100*time.Microsecond, 100*time.Millisecond)
 	v.durationIn(f+".latency", k.Latency, 100*time.Microsecond, time.Second)
@@ -154,7 +158,7 @@ func (v *validator) knobs(f string, k *v1alpha1.Knobs) {
 			v.addf(f+".sysctls", "%q is not allowed: sysctls may only name %s", name, strings.Join(v1alpha1.AllowedSysctls, ", "))
 			continue
 		}
-		if !integer.MatchString(k.Sysctls[name]) {
+		if !integer.MatchString(string(k.Sysctls[name])) {
 			v.addf(f+".sysctls["+name+"]", "%q: sysctl values must be integers written as strings, such as \"5000\"", k.Sysctls[name])
 		}
 	}
