@@ -1,0 +1,660 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"text/tabwriter"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/schedlab/schedlab/api/v1alpha1"
+	"github.com/schedlab/schedlab/hack/localcluster/cluster"
+)
+
+const (
+	operatorNamespace = "schedlab-system"
+	// cpuTolerance is how far measured and predicted cpu of a group may be apart (in CPUs).
+	cpuTolerance = 0.1
+)
+
+// lab is a running local cluster with schedlab installed and its manager running.
+type lab struct {
+	c        *cluster.Cluster
+	client   client.Client
+	dir      string
+	stateDir string
+	cpus     int
+}
+
+// TestLocalCluster runs schedlab end to end on this machine: a local cluster (real etcd,
+// kube-apiserver, kube-controller-manager, kube-scheduler; the fake kubelet registers this
+// machine's Node with schedlab.io/pool=lab), the chart's CRDs, ServiceAccounts and RBAC applied
+// for real, and `bin/schedlab manager` as a process with the manager ServiceAccount's token (so
+// the generated RBAC is what it runs with). Then an experiment in Simulate mode (no agents) and
+// one in Measure mode: the manager's DaemonSet becomes a Pod on the Node, the fake kubelet runs
+// `schedlab agent` as a local process, the agent runs the workload in real cgroups and writes
+// the NodeRun. The machine must end as it was: knobs, cgroups, processes, Leases.
+func TestLocalCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the end-to-end test starts a local cluster")
+	}
+	requireBinaries(t, "bin/schedlab", "bin/k8s/etcd", "bin/k8s/kube-apiserver", "bin/k8s/kube-controller-manager",
+		"bin/k8s/kube-scheduler", "bin/k8s/kubectl")
+	l := startLab(t)
+
+	t.Run("Simulate", func(t *testing.T) { testSimulate(t, l) })
+	t.Run("Measure", func(t *testing.T) {
+		if os.Geteuid() != 0 {
+			t.Skip("skipping the Measure flow: it writes scheduler knobs and creates cgroups on this machine, which needs root " +
+				"(run the tests as root, e.g. `sudo -E make test`); the Simulate flow and the chart tests ran")
+		}
+		testMeasure(t, l)
+	})
+}
+
+func startLab(t *testing.T) *lab {
+	t.Helper()
+	start := time.Now()
+	dir := t.TempDir()
+	l := &lab{dir: dir, stateDir: filepath.Join(dir, "agent-state")}
+	if err := os.MkdirAll(l.stateDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c, err := cluster.Start(ctx, cluster.Options{
+		Dir:        filepath.Join(dir, "cluster"),
+		K8sBinDir:  path("bin", "k8s"),
+		BinaryDir:  path("bin"),
+		NodeLabels: map[string]string{"schedlab.io/pool": "lab"},
+		Logf:       t.Logf,
+	})
+	if err != nil {
+		t.Fatalf("starting the local cluster: %v", err)
+	}
+	t.Cleanup(c.Stop)
+	l.c = c
+	t.Cleanup(func() {
+		if t.Failed() {
+			l.dumpState(t)
+		}
+	})
+	l.client, err = client.New(c.Config, client.Options{Scheme: newScheme(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var node corev1.Node
+	if err := l.client.Get(ctx, client.ObjectKey{Name: c.NodeName}, &node); err != nil {
+		t.Fatal(err)
+	}
+	l.cpus = int(node.Status.Capacity.Cpu().Value())
+	t.Logf("local cluster up in %s: node %s, %d CPUs", time.Since(start).Round(time.Second), c.NodeName, l.cpus)
+
+	// Install what the chart installs, except the manager Deployment (replicas 0: the manager
+	// runs below as a process, since the fake kubelet cannot run an image).
+	if err := l.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNamespace}}); err != nil {
+		t.Fatal(err)
+	}
+	manifests := command(t, nil, helm(t), "template", "schedlab", path("charts", "schedlab"), "--namespace", operatorNamespace,
+		"--include-crds", "--set", "controller.replicas=0", "--set", "agent.stateDir="+l.stateDir)
+	command(t, manifests, kubectl(), "--kubeconfig", c.Kubeconfig, "apply", "--server-side", "-f", "-")
+	command(t, nil, kubectl(), "--kubeconfig", c.Kubeconfig, "wait", "--for=condition=Established", "--timeout=60s",
+		"crd/schedexperiments.schedlab.io", "crd/noderuns.schedlab.io")
+	l.installFakeRuntime(ctx, t)
+
+	l.startManager(t)
+	t.Logf("schedlab installed and the manager running %s after start", time.Since(start).Round(time.Second))
+	return l
+}
+
+// installFakeRuntime applies testdata/fake-runtime-policy.yaml (the image's entrypoint and the
+// agent's host mounts, which a container runtime would provide) and waits until the API server
+// enforces it.
+func (l *lab) installFakeRuntime(ctx context.Context, t *testing.T) {
+	t.Helper()
+	command(t, nil, kubectl(), "--kubeconfig", l.c.Kubeconfig, "apply", "-f", filepath.Join("test", "e2e", "testdata", "fake-runtime-policy.yaml"))
+	probe := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "policy-probe", Namespace: operatorNamespace,
+			Labels: map[string]string{"app.kubernetes.io/name": "schedlab-agent"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "agent", Image: "schedlab:e2e", Args: []string{"agent", "--root", "/host"}}}},
+	}
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		p := probe.DeepCopy()
+		if err := l.client.Create(ctx, p, client.DryRunAll); err != nil {
+			return false, nil
+		}
+		c := p.Spec.Containers[0]
+		return slices.Equal(c.Command, []string{"schedlab"}) && slices.Equal(c.Args, []string{"agent", "--root", "/"}), nil
+	})
+	if err != nil {
+		t.Fatalf("the fake-runtime MutatingAdmissionPolicy is not enforced: %v", err)
+	}
+}
+
+// startManager runs bin/schedlab manager as the chart's manager ServiceAccount.
+func (l *lab) startManager(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	tr, err := l.c.Client.CoreV1().ServiceAccounts(operatorNamespace).CreateToken(ctx, "schedlab-manager",
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("token for the manager ServiceAccount: %v", err)
+	}
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["local"] = &clientcmdapi.Cluster{Server: l.c.Server, CertificateAuthorityData: l.c.Config.CAData}
+	kc.AuthInfos["manager"] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
+	kc.Contexts["local"] = &clientcmdapi.Context{Cluster: "local", AuthInfo: "manager"}
+	kc.CurrentContext = "local"
+	kubeconfig := filepath.Join(l.dir, "manager.kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	logPath := filepath.Join(l.dir, "manager.log")
+	out, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(path("bin", "schedlab"), "manager",
+		"--kubeconfig", kubeconfig,
+		"--namespace", operatorNamespace,
+		"--leader-elect=false",
+		"--metrics-bind-address=0",
+		"--health-probe-bind-address=0",
+		"--agent-image=schedlab:e2e",
+		"--agent-service-account=schedlab-agent",
+		"--state-dir", l.stateDir,
+		"--deadline-margin=2m",
+		"--restore-timeout=1m",
+	)
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.Env = append(os.Environ(), "POD_NAMESPACE="+operatorNamespace)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); out.Close(); close(exited) }()
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(20 * time.Second):
+			t.Errorf("the manager did not stop within 20s of SIGTERM; killing it")
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-exited
+		}
+	})
+	select {
+	case <-exited:
+		b, _ := os.ReadFile(logPath)
+		t.Fatalf("the manager exited at once:\n%s", tail(string(b), 40))
+	case <-time.After(2 * time.Second):
+	}
+}
+
+func testSimulate(t *testing.T, l *lab) {
+	ctx := context.Background()
+	exp := loadExperiment(t, "e2e-simulate")
+	exp.Spec.Mode = v1alpha1.ModeSimulate
+	if err := l.client.Create(ctx, exp); err != nil {
+		t.Fatal(err)
+	}
+	got, err := l.waitCompleted(t, exp.Name, 2*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logResults(t, got)
+
+	want := waterfill([]float64{100, 200, 400}, float64(l.cpus))
+	rows := 0
+	for _, r := range got.Status.Results {
+		if r.Measured != nil {
+			t.Errorf("%s/%s: a Simulate experiment has measurements: %+v", r.Variant, r.Group, r.Measured)
+		}
+		if r.Predicted == nil {
+			t.Errorf("%s/%s: no prediction", r.Variant, r.Group)
+			continue
+		}
+		i := slices.Index([]string{"w100", "w200", "w400"}, r.Group)
+		if math.Abs(r.Predicted.CPU-want[i]) > cpuTolerance {
+			t.Errorf("%s/%s: predicted cpu %.3f, want %.3f ± %.1f (weights 100:200:400 on %d CPUs)", r.Variant, r.Group, r.Predicted.CPU, want[i], cpuTolerance, l.cpus)
+		}
+		rows++
+	}
+	if rows != 6 {
+		t.Errorf("got %d result rows with predictions, want 6 (2 variants × 3 groups)", rows)
+	}
+	// No agents: no DaemonSet, no NodeRun, no lock.
+	var dss appsv1.DaemonSetList
+	if err := l.client.List(ctx, &dss, client.InNamespace(operatorNamespace)); err != nil {
+		t.Fatal(err)
+	}
+	if len(dss.Items) > 0 {
+		t.Errorf("Simulate mode created DaemonSet %s", dss.Items[0].Name)
+	}
+	if runs := l.nodeRuns(t, exp.Name); len(runs) > 0 {
+		t.Errorf("Simulate mode created NodeRun %s", runs[0].Name)
+	}
+	l.deleteAndCheckGone(t, exp.Name)
+}
+
+func testMeasure(t *testing.T, l *lab) {
+	ctx := context.Background()
+	before := readHostState(t)
+	t.Logf("before: sched_autogroup_enabled=%s, cpu controller at %s, cgroups under schedlab/: %v", before.autogroup, before.cpuMount, before.cgroups)
+
+	exp := loadExperiment(t, "e2e-measure")
+	// The second variant flips autogroup, whatever this machine has.
+	exp.Spec.Variants[1].Knobs.Autogroup = v1alpha1.AutogroupEnabled
+	if before.autogroup == "1" {
+		exp.Spec.Variants[1].Knobs.Autogroup = v1alpha1.AutogroupDisabled
+	}
+	// The agent refuses a node that another schedlab run holds (the host lock): that is someone
+	// else's test or demo on this machine, not a failure of this one, so wait and try again.
+	var got *v1alpha1.SchedExperiment
+	for attempt := 1; ; attempt++ {
+		start := time.Now()
+		if err := l.client.Create(ctx, exp.DeepCopy()); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		got, err = l.waitCompleted(t, exp.Name, 4*time.Minute)
+		if err == nil {
+			t.Logf("experiment completed in %s", time.Since(start).Round(time.Second))
+			break
+		}
+		if !strings.Contains(err.Error(), "node is busy") || attempt == 5 {
+			t.Fatal(err)
+		}
+		t.Logf("attempt %d: %v; another schedlab run holds this machine: deleting the experiment and trying again in 30s", attempt, err)
+		l.deleteAndCheckGone(t, exp.Name)
+		time.Sleep(30 * time.Second)
+	}
+	logResults(t, got)
+
+	for _, c := range []string{v1alpha1.ConditionDegraded, v1alpha1.ConditionFailed} {
+		if meta.IsStatusConditionTrue(got.Status.Conditions, c) {
+			cond := meta.FindStatusCondition(got.Status.Conditions, c)
+			t.Errorf("condition %s is True: %s: %s", c, cond.Reason, cond.Message)
+		}
+	}
+	rows := 0
+	for _, r := range got.Status.Results {
+		if r.Unsupported != "" {
+			t.Errorf("%s/%s: unsupported: %s", r.Variant, r.Group, r.Unsupported)
+			continue
+		}
+		if r.Measured == nil || r.Predicted == nil {
+			t.Errorf("%s/%s: measured %v, predicted %v: want both", r.Variant, r.Group, r.Measured, r.Predicted)
+			continue
+		}
+		if d := r.Measured.CPU - r.Predicted.CPU; math.Abs(d) > cpuTolerance {
+			t.Errorf("%s/%s: measured cpu %.3f, predicted %.3f: differ by %.3f, more than %.1f CPU",
+				r.Variant, r.Group, r.Measured.CPU, r.Predicted.CPU, d, cpuTolerance)
+		}
+		rows++
+	}
+	if rows != 6 {
+		t.Errorf("got %d result rows with measured and predicted cpu, want 6 (2 variants × 3 groups)", rows)
+	}
+
+	// The agent's own record: every knob it set is back to its original value.
+	runs := l.nodeRuns(t, exp.Name)
+	if len(runs) != 1 {
+		t.Fatalf("got %d NodeRuns of %s, want 1", len(runs), exp.Name)
+	}
+	st := runs[0].Status
+	if !st.Restored {
+		t.Errorf("NodeRun %s does not report the node restored (phase %s: %s)", runs[0].Name, st.Phase, st.Message)
+	}
+	var sawAutogroup bool
+	for _, k := range st.Knobs {
+		if k.Restored != k.Original || !k.OK {
+			t.Errorf("NodeRun %s: knob %s: original %q, set %q, restored %q, ok %v", runs[0].Name, k.Name, k.Original, k.Set, k.Restored, k.OK)
+		}
+		sawAutogroup = sawAutogroup || strings.Contains(k.Name, "autogroup")
+	}
+	if !sawAutogroup {
+		t.Errorf("NodeRun %s records no autogroup knob, though a variant set it: %+v", runs[0].Name, st.Knobs)
+	}
+
+	l.deleteAndCheckGone(t, exp.Name)
+
+	// The machine as it was: every check, with a grace period for processes to be reaped.
+	var after hostState
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		after = readHostState(t)
+		return after.autogroup == before.autogroup && len(after.newCgroups(before)) == 0 && len(after.procs) == 0, nil
+	})
+	if err != nil {
+		if after.autogroup != before.autogroup {
+			t.Errorf("kernel.sched_autogroup_enabled is %s after the run, was %s", after.autogroup, before.autogroup)
+		}
+		if n := after.newCgroups(before); len(n) > 0 {
+			t.Errorf("cgroups left under %s/schedlab: %v", before.cpuMount, n)
+		}
+		for _, p := range after.procs {
+			t.Errorf("process left behind: %s", p)
+		}
+	}
+}
+
+// loadExperiment reads testdata/fairness.yaml under a new name.
+func loadExperiment(t *testing.T, name string) *v1alpha1.SchedExperiment {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "fairness.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var exp v1alpha1.SchedExperiment
+	if err := yaml.UnmarshalStrict(b, &exp); err != nil {
+		t.Fatal(err)
+	}
+	exp.Name = name
+	return &exp
+}
+
+// waitCompleted waits for the experiment's Completed condition, logging progress; it returns
+// an error at once when the experiment fails.
+func (l *lab) waitCompleted(t *testing.T, name string, timeout time.Duration) (*v1alpha1.SchedExperiment, error) {
+	t.Helper()
+	var exp v1alpha1.SchedExperiment
+	lastLog, lastLine := time.Time{}, ""
+	err := wait.PollUntilContextTimeout(context.Background(), time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+		if err := l.client.Get(ctx, client.ObjectKey{Name: name}, &exp); err != nil {
+			return false, nil
+		}
+		line := progressLine(&exp)
+		if line != lastLine || time.Since(lastLog) > 15*time.Second {
+			t.Logf("%s: %s", name, line)
+			lastLog, lastLine = time.Now(), line
+		}
+		if c := meta.FindStatusCondition(exp.Status.Conditions, v1alpha1.ConditionFailed); c != nil && c.Status == metav1.ConditionTrue {
+			return false, fmt.Errorf("experiment failed: %s: %s", c.Reason, c.Message)
+		}
+		return meta.IsStatusConditionTrue(exp.Status.Conditions, v1alpha1.ConditionCompleted) &&
+			exp.Status.ObservedGeneration == exp.Generation, nil
+	})
+	if err != nil {
+		return &exp, fmt.Errorf("waiting for %s to complete: %w; last status: %s", name, err, progressLine(&exp))
+	}
+	return &exp, nil
+}
+
+func progressLine(exp *v1alpha1.SchedExperiment) string {
+	var conds []string
+	for _, c := range exp.Status.Conditions {
+		if c.Status == metav1.ConditionTrue {
+			conds = append(conds, c.Type+"("+c.Reason+")")
+		}
+	}
+	sort.Strings(conds)
+	var nodes []string
+	for _, n := range exp.Status.Nodes {
+		nodes = append(nodes, fmt.Sprintf("%+v", n))
+	}
+	return fmt.Sprintf("nodes %s %s; conditions %s", exp.Status.NodeProgress, strings.Join(nodes, " "), strings.Join(conds, ", "))
+}
+
+func logResults(t *testing.T, exp *v1alpha1.SchedExperiment) {
+	t.Helper()
+	var b bytes.Buffer
+	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "VARIANT\tGROUP\tMEASURED CPU\tPREDICTED CPU")
+	for _, r := range exp.Status.Results {
+		m, p := "-", "-"
+		if r.Measured != nil {
+			m = fmt.Sprintf("%.3f ± %.3f (n=%d)", r.Measured.CPU, stddevCPU(r.Measured), r.Measured.N)
+		}
+		if r.Predicted != nil {
+			p = fmt.Sprintf("%.3f", r.Predicted.CPU)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", r.Variant, r.Group, m, p)
+	}
+	w.Flush()
+	t.Logf("%s results (best variant %q, prediction error %s):\n%s", exp.Name, exp.Status.BestVariant, exp.Status.PredictionError, b.String())
+}
+
+func stddevCPU(m *v1alpha1.MeasuredMetrics) float64 {
+	if m.Stddev == nil {
+		return 0
+	}
+	return m.Stddev.CPU
+}
+
+func (l *lab) nodeRuns(t *testing.T, experiment string) []v1alpha1.NodeRun {
+	t.Helper()
+	var list v1alpha1.NodeRunList
+	if err := l.client.List(context.Background(), &list); err != nil {
+		t.Fatal(err)
+	}
+	var out []v1alpha1.NodeRun
+	for _, r := range list.Items {
+		if r.Spec.ExperimentName == experiment {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// deleteAndCheckGone deletes the experiment and waits until it, its DaemonSet and Pods, its
+// NodeRuns and every node Lease in the operator's namespace are gone.
+func (l *lab) deleteAndCheckGone(t *testing.T, name string) {
+	t.Helper()
+	ctx := context.Background()
+	exp := &v1alpha1.SchedExperiment{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := l.client.Delete(ctx, exp, client.PropagationPolicy(metav1.DeletePropagationForeground)); err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		left = nil
+		if err := l.client.Get(ctx, client.ObjectKey{Name: name}, exp); !apierrors.IsNotFound(err) {
+			left = append(left, fmt.Sprintf("SchedExperiment %s (finalizers %v)", name, exp.Finalizers))
+		}
+		var dss appsv1.DaemonSetList
+		var pods corev1.PodList
+		var leases coordinationv1.LeaseList
+		for _, list := range []client.ObjectList{&dss, &pods, &leases} {
+			if err := l.client.List(ctx, list, client.InNamespace(operatorNamespace)); err != nil {
+				return false, err
+			}
+		}
+		for _, o := range dss.Items {
+			left = append(left, "DaemonSet "+o.Name)
+		}
+		for _, o := range pods.Items {
+			left = append(left, "Pod "+o.Name)
+		}
+		for _, o := range leases.Items {
+			left = append(left, "Lease "+o.Name)
+		}
+		for _, r := range l.nodeRuns(t, name) {
+			left = append(left, "NodeRun "+r.Name)
+		}
+		return len(left) == 0, nil
+	})
+	if err != nil {
+		t.Errorf("after deleting %s, still there: %s", name, strings.Join(left, ", "))
+	}
+}
+
+// hostState is what the Measure flow must leave as it found.
+type hostState struct {
+	autogroup string   // /proc/sys/kernel/sched_autogroup_enabled
+	cpuMount  string   // the cpu controller's hierarchy
+	cgroups   []string // directories under <cpuMount>/schedlab
+	procs     []string // workload workers and agents of bin/schedlab
+}
+
+func readHostState(t *testing.T) hostState {
+	t.Helper()
+	var s hostState
+	b, err := os.ReadFile("/proc/sys/kernel/sched_autogroup_enabled")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.autogroup = strings.TrimSpace(string(b))
+	s.cpuMount = cpuControllerMount(t)
+	if s.cpuMount != "" {
+		_ = filepath.WalkDir(filepath.Join(s.cpuMount, "schedlab"), func(p string, d os.DirEntry, err error) error {
+			if err == nil && d.IsDir() && p != filepath.Join(s.cpuMount, "schedlab") {
+				s.cgroups = append(s.cgroups, strings.TrimPrefix(p, s.cpuMount+"/"))
+			}
+			return nil
+		})
+	}
+	s.procs = schedlabProcesses()
+	return s
+}
+
+func (s hostState) newCgroups(before hostState) []string {
+	var out []string
+	for _, c := range s.cgroups {
+		if !slices.Contains(before.cgroups, c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// cpuControllerMount finds the cgroup v2 root (when it offers cpu) or the v1 cpu hierarchy.
+func cpuControllerMount(t *testing.T) string {
+	t.Helper()
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var v1 string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		sep := slices.Index(fields, "-")
+		if sep < 0 || len(fields) < sep+4 {
+			continue
+		}
+		mountPoint, fsType, superOpts := fields[4], fields[sep+1], fields[sep+3]
+		switch fsType {
+		case "cgroup2":
+			if b, err := os.ReadFile(filepath.Join(mountPoint, "cgroup.controllers")); err == nil && slices.Contains(strings.Fields(string(b)), "cpu") {
+				return mountPoint
+			}
+		case "cgroup":
+			if slices.Contains(strings.Split(superOpts, ","), "cpu") && v1 == "" {
+				v1 = mountPoint
+			}
+		}
+	}
+	return v1
+}
+
+// schedlabProcesses lists the processes of this repository's bin/schedlab that run a workload
+// worker (argv[1] == "__worker") or an agent.
+func schedlabProcesses() []string {
+	bin := path("bin", "schedlab")
+	entries, _ := os.ReadDir("/proc")
+	var out []string
+	for _, e := range entries {
+		pid := e.Name()
+		if pid[0] < '0' || pid[0] > '9' {
+			continue
+		}
+		exe, err := os.Readlink(filepath.Join("/proc", pid, "exe"))
+		if err != nil || strings.TrimSuffix(exe, " (deleted)") != bin {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", pid, "cmdline"))
+		if err != nil {
+			continue
+		}
+		argv := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+		if len(argv) > 1 && (argv[1] == "__worker" || argv[1] == "agent") {
+			out = append(out, fmt.Sprintf("pid %s: %s", pid, strings.Join(argv, " ")))
+		}
+	}
+	return out
+}
+
+// waterfill is the fair share of CPUs among one always-runnable task per weight: proportional
+// to weight, none above one CPU, what a capped task leaves going to the others.
+func waterfill(weights []float64, cpus float64) []float64 {
+	out := make([]float64, len(weights))
+	capped := make([]bool, len(weights))
+	left := cpus
+	for {
+		var sum float64
+		for i, w := range weights {
+			if !capped[i] {
+				sum += w
+			}
+		}
+		if sum == 0 {
+			return out
+		}
+		changed := false
+		for i, w := range weights {
+			if !capped[i] && left*w/sum >= 1 {
+				out[i], capped[i], changed = 1, true, true
+				left--
+			}
+		}
+		if !changed {
+			for i, w := range weights {
+				if !capped[i] {
+					out[i] = left * w / sum
+				}
+			}
+			return out
+		}
+	}
+}
+
+// dumpState logs what a failed run needs to be understood: the manager's and the pods' output
+// and the objects.
+func (l *lab) dumpState(t *testing.T) {
+	if b, err := os.ReadFile(filepath.Join(l.dir, "manager.log")); err == nil {
+		t.Logf("manager log (tail):\n%s", tail(string(b), 80))
+	}
+	logs, _ := filepath.Glob(filepath.Join(l.c.Dir, "pods", "*", "*.log"))
+	for _, p := range logs {
+		if b, err := os.ReadFile(p); err == nil {
+			t.Logf("%s (tail):\n%s", strings.TrimPrefix(p, l.c.Dir+"/"), tail(string(b), 60))
+		}
+	}
+	out, err := tryCommand(nil, kubectl(), "--kubeconfig", l.c.Kubeconfig, "get", "schedexperiments,noderuns,nodes", "-o", "wide")
+	t.Logf("kubectl get:\n%s%v", out, errOrNil(err))
+	out, err = tryCommand(nil, kubectl(), "--kubeconfig", l.c.Kubeconfig, "get", "daemonsets,pods,leases,events", "-n", operatorNamespace, "-o", "wide")
+	t.Logf("kubectl get -n %s:\n%s%v", operatorNamespace, out, errOrNil(err))
+}
+
+func errOrNil(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
