@@ -149,21 +149,24 @@ func (r *runner) window(ctx context.Context, settings []host.Setting, rep int) (
 		return nil, 0, err
 	}
 
+	// The node and cgroup counters are read inside the workload's window
+	// (opening and closing it takes a while with many workers on a busy
+	// node), and turned into rates over their own interval.
+	if err := set.Begin(); err != nil {
+		return nil, 0, err
+	}
 	before, err := r.sample(replicas)
 	if err != nil {
 		return nil, 0, err
 	}
-	if err := set.Begin(); err != nil {
-		return nil, 0, err
-	}
-	if err := sleep(ctx, r.spec.Duration.Duration); err != nil {
-		return nil, 0, err
-	}
-	win, err := set.End()
-	if err != nil {
+	if err := sleep(ctx, r.spec.Duration.Duration-time.Since(before.at)); err != nil {
 		return nil, 0, err
 	}
 	after, err := r.sample(replicas)
+	if err != nil {
+		return nil, 0, err
+	}
+	win, err := set.End()
 	if err != nil {
 		return nil, 0, err
 	}
@@ -172,6 +175,9 @@ func (r *runner) window(ctx context.Context, settings []host.Setting, rep int) (
 }
 
 func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -226,11 +232,12 @@ func (r *runner) sample(replicas []host.Replica) (sample, error) {
 // the CPUs used by everything else over the window.
 func (r *runner) metrics(win *workload.Window, replicas []host.Replica, before, after sample) ([]v1alpha1.GroupMeasurement, float64) {
 	secs := win.Duration.Seconds()
+	wall := after.at.Sub(before.at).Seconds()
 	cgroupCPU := map[string]float64{}
 	hasCgroup := map[string]bool{}
 	for _, rep := range replicas {
 		hasCgroup[rep.Group] = true
-		cgroupCPU[rep.Group] += (after.usage[rep.Dir] - before.usage[rep.Dir]).Seconds() / secs
+		cgroupCPU[rep.Group] += (after.usage[rep.Dir] - before.usage[rep.Dir]).Seconds() / wall
 	}
 	var out []v1alpha1.GroupMeasurement
 	var total, tasksCPU float64
@@ -244,6 +251,7 @@ func (r *runner) metrics(win *workload.Window, replicas []host.Replica, before, 
 			continue
 		}
 		m := workload.GroupMetrics(win, g.Name)
+		r.log.V(1).Info("Measured group", "group", g.Name, "cgroupCPU", cgroupCPU[g.Name], "tasksCPU", m.CPU)
 		if hasCgroup[g.Name] {
 			m.CPU = cgroupCPU[g.Name]
 			m.CPUPerTask = m.CPU / float64(n)
@@ -256,9 +264,9 @@ func (r *runner) metrics(win *workload.Window, replicas []host.Replica, before, 
 			out[i].Metrics.Share = out[i].Metrics.CPU / total
 		}
 	}
-	wall := after.at.Sub(before.at).Seconds()
 	busy := (after.busy - before.busy).Seconds() / wall
-	noise := busy - tasksCPU*secs/wall
+	noise := busy - tasksCPU
+	r.log.V(1).Info("Measured window", "busyCPU", busy, "tasksCPU", tasksCPU, "seconds", secs, "wall", wall)
 	if noise < 0 {
 		noise = 0
 	}
