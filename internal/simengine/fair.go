@@ -47,42 +47,59 @@ func (e *entity) setWeight(w int64) {
 // ---- tree (the rb-tree of queued entities, minus curr) ----
 
 // enqueueTree is __enqueue_entity() with avg_vruntime_add() (v6.6). The
-// node caches the keys a pick scans, so the scan stays in one slice.
+// queue is a slice kept sorted by vruntime like the kernel's rb-tree (equal
+// keys after the ones already there), each node caching the keys a pick
+// reads: the leftmost entity is the first node and the eligible entities
+// are a prefix.
 func (s *sim) enqueueTree(cq, se int32) {
 	r := &s.rqs[cq]
 	e := &s.ents[se]
-	e.pos = int32(len(r.tree))
-	r.tree = append(r.tree, treeNode{v: e.vruntime, d: e.deadline, slice: e.slice, seq: s.seq, se: se})
+	t := r.tree
+	lo, hi := 0, len(t)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if t[m].v <= e.vruntime {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	t = append(t, treeNode{})
+	copy(t[lo+1:], t[lo:])
+	t[lo] = treeNode{v: e.vruntime, d: e.deadline, slice: e.slice, seq: s.seq, se: se}
 	s.seq++
+	r.tree = t
 	r.avgSum += (e.vruntime - r.minV) * e.weight
 	r.avgLoad += e.weight
-	if r.leftmost < 0 || e.vruntime < s.ents[r.leftmost].vruntime {
-		r.leftmost = se
-	}
+	r.leftmost, r.leftV = t[0].se, t[0].v
 }
 
 // dequeueTree is __dequeue_entity() with avg_vruntime_sub() (v6.6).
 func (s *sim) dequeueTree(cq, se int32) {
 	r := &s.rqs[cq]
 	e := &s.ents[se]
-	last := int32(len(r.tree) - 1)
-	moved := r.tree[last]
-	r.tree[e.pos] = moved
-	s.ents[moved.se].pos = e.pos
-	r.tree = r.tree[:last]
-	e.pos = -1
+	t := r.tree
+	lo, hi := 0, len(t)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if t[m].v < e.vruntime {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	for t[lo].se != se {
+		lo++
+	}
+	copy(t[lo:], t[lo+1:])
+	t = t[:len(t)-1]
+	r.tree = t
 	r.avgSum -= (e.vruntime - r.minV) * e.weight
 	r.avgLoad -= e.weight
-	if r.leftmost == se {
+	if len(t) > 0 {
+		r.leftmost, r.leftV = t[0].se, t[0].v
+	} else {
 		r.leftmost = -1
-		var lv int64
-		var ls uint64
-		for i := range r.tree {
-			n := &r.tree[i]
-			if r.leftmost < 0 || n.v < lv || (n.v == lv && n.seq < ls) {
-				r.leftmost, lv, ls = n.se, n.v, n.seq
-			}
-		}
 	}
 }
 
@@ -210,7 +227,7 @@ func (s *sim) pickEEVDF(cq int32, protect bool) int32 {
 	for i := range r.tree {
 		n := &r.tree[i]
 		if n.v > limit {
-			continue
+			break // sorted by vruntime: the rest is not eligible
 		}
 		if best < 0 || n.d < bd || (n.d == bd && (n.v < bv || (n.v == bv && n.seq < bs))) {
 			best, bd, bv, bs = n.se, n.d, n.v, n.seq
@@ -234,7 +251,7 @@ func (s *sim) pickNextEntity(cq int32) int32 {
 	r := &s.rqs[cq]
 	left := r.leftmost
 	if r.curr >= 0 && s.ents[r.curr].onRq {
-		if left < 0 || s.ents[r.curr].vruntime < s.ents[left].vruntime {
+		if left < 0 || s.ents[r.curr].vruntime < r.leftV {
 			left = r.curr
 		}
 	}
@@ -251,7 +268,7 @@ func (s *sim) updateMinVruntime(cq int32) {
 		v = s.ents[r.curr].vruntime
 	}
 	if r.leftmost >= 0 {
-		lv := s.ents[r.leftmost].vruntime
+		lv := r.leftV
 		if !curOn || lv < v {
 			v = lv
 		}
@@ -357,11 +374,10 @@ func (s *sim) checkPreemptTick(cq, se int32) {
 	if deltaExec < s.minGran {
 		return
 	}
-	left := s.rqs[cq].leftmost
-	if left < 0 {
+	if s.rqs[cq].leftmost < 0 {
 		return
 	}
-	delta := e.vruntime - s.ents[left].vruntime
+	delta := e.vruntime - s.rqs[cq].leftV
 	if delta < 0 {
 		return
 	}

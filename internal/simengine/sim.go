@@ -86,7 +86,6 @@ type entity struct {
 	my          int32 // group entities: the cfs_rq they own; -1 for tasks
 	parent      int32 // parent group entity on the same CPU, -1 at the top
 	task        int32 // -1 for group entities
-	pos         int32 // index in rq.tree, -1 when not in the tree
 	depth       int32
 	onRq        bool
 	delayed     bool // se->sched_delayed: asleep (or empty) but still queued (DELAY_DEQUEUE)
@@ -104,7 +103,7 @@ type cfsRq struct {
 	tg       int32 // owning task group, -1 for the root cfs_rq
 	ge       int32 // group entity that represents this queue in the parent, -1 for root
 	curr     int32
-	leftmost int32 // tree entity with the smallest vruntime
+	leftmost int32 // tree entity with the smallest vruntime, -1 if none
 	nr       int32 // nr_running (entities queued, including curr)
 	hNr      int32 // h_nr_running (tasks below, excluding throttled subtrees)
 	idleHNr  int32 // idle_h_nr_running
@@ -112,6 +111,7 @@ type cfsRq struct {
 	minV     int64 // min_vruntime
 	avgSum   int64 // avg_vruntime: Σ (v_i - min_vruntime) * w_i over the tree
 	avgLoad  int64 // avg_load: Σ w_i over the tree
+	leftV    int64 // vruntime of leftmost
 
 	tree      []treeNode
 	loadAvg   pelt // cfs_rq->avg.load_avg (sum of attached entities' load_avg)
@@ -124,7 +124,7 @@ type cfsRq struct {
 	shKeyOK                         bool
 	shKeyLoad, shares               int64
 	shKeyTg, shKeyAvg, shKeyContrib float64
-	_                               [32]byte // pad to 192 bytes: three whole cache lines
+	_                               [24]byte // pad to 192 bytes: three whole cache lines
 }
 
 // treeNode is a queued entity with the keys a pick reads, which do not
@@ -336,7 +336,6 @@ func newSim(in *Input) (*sim, error) {
 
 // newEntity appends an entity and returns its index.
 func (s *sim) newEntity(e entity) int32 {
-	e.pos = -1
 	e.setWeight(e.weight)
 	s.ents = append(s.ents, e)
 	return int32(len(s.ents) - 1)
