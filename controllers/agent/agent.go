@@ -77,6 +77,10 @@ type Agent struct {
 	client client.Client
 	wake   chan struct{}
 	name   string // of the NodeRun
+	// ended is the generation this process last ended (ran, or found cut
+	// off): the cache may not show that status yet, and it must not run
+	// again.
+	ended int64
 }
 
 // New creates an agent whose cache holds only its NodeRun (by label) and its
@@ -192,7 +196,7 @@ func (a *Agent) pending(ctx context.Context) (int64, *v1alpha1.SchedExperimentSp
 		return 0, nil, false, err
 	}
 	gen := nr.Spec.ExperimentGeneration
-	if nr.Status.ExperimentGeneration == gen && nr.Status.Phase.Finished() {
+	if gen == a.ended || (nr.Status.ExperimentGeneration == gen && nr.Status.Phase.Finished()) {
 		return 0, nil, false, nil
 	}
 	if exp.Generation != gen || !exp.DeletionTimestamp.IsZero() || !nr.DeletionTimestamp.IsZero() {
@@ -341,6 +345,7 @@ func (a *Agent) finish(ctx context.Context, log logr.Logger, st, res *v1alpha1.N
 	if res == nil && runErr == nil {
 		final.Restored = true
 	}
+	a.ended = final.ExperimentGeneration
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.opts.FinalWriteTimeout)
 	defer cancel()
 	if err := a.writeStatus(wctx, &final); err != nil {
@@ -372,6 +377,7 @@ func (a *Agent) reportRecovery(ctx context.Context, recs []v1alpha1.KnobRecord) 
 	}
 	now := metav1.NewTime(a.opts.Clock.Now())
 	st.LastUpdateTime = &now
+	a.ended = st.ExperimentGeneration
 	return a.writeStatus(ctx, st)
 }
 
