@@ -378,5 +378,5 @@ func (s *sim) moveQueuedTask(ti, dst int32) {
 	s.dequeueTask(ti, 0)
 	s.migrateTask(ti, dst)
 	s.enqueueTask(ti, 0)
-	s.checkPreemptCurr(dst, ti, dst, false)
+	s.checkPreemptCurr(dst, ti, dst)
 }

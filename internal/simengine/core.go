@@ -332,7 +332,7 @@ func (s *sim) tryToWakeUp(ti, wakerCPU int32, sync bool, reason int64) {
 		if t.running || (sync && t.cpu == wakerCPU) {
 			return
 		}
-		s.checkPreemptCurr(t.cpu, ti, wakerCPU, false)
+		s.checkPreemptCurr(t.cpu, ti, wakerCPU)
 		return
 	}
 	c := t.cpu
@@ -364,7 +364,7 @@ func (s *sim) tryToWakeUp(ti, wakerCPU int32, sync bool, reason int64) {
 		// WF_SYNC: the waker is about to block; it reschedules itself.
 		return
 	}
-	s.checkPreemptCurr(c, ti, wakerCPU, false)
+	s.checkPreemptCurr(c, ti, wakerCPU)
 }
 
 // migrateTask moves a task that is not queued to CPU c:

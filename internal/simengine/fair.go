@@ -876,7 +876,7 @@ func (s *sim) finishDelayedDequeue(se int32) {
 
 // checkPreemptCurr is wakeup_preempt()/check_preempt_curr(): an idle CPU is
 // always rescheduled; otherwise the fair class decides.
-func (s *sim) checkPreemptCurr(c, ti, wakerCPU int32, fork bool) {
+func (s *sim) checkPreemptCurr(c, ti, wakerCPU int32) {
 	if s.cpus[c].curr < 0 {
 		s.reschedCurr(c, false)
 		return

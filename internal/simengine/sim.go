@@ -580,7 +580,7 @@ func (s *sim) wakeNewTask(ti int32) {
 	t := &s.tasks[ti]
 	t.state = tsQueued
 	s.enqueueTask(ti, enqInitial)
-	s.checkPreemptCurr(t.cpu, ti, t.cpu, false)
+	s.checkPreemptCurr(t.cpu, ti, t.cpu)
 }
 
 // loop processes events in (time, sequence) order: the earlier of the event
