@@ -71,9 +71,12 @@
 //     with the task and propagate the change to the group entities above
 //     approximately (in proportion), not with update_tg_cfs_load()'s exact
 //     sums.
-//   - The runqueue is an unsorted slice scanned in O(n) per pick instead of
-//     an augmented rb-tree; ties are broken as the tree would (insertion
-//     order).
+//   - The runqueue is a slice kept sorted by vruntime (the kernel's
+//     rb-tree order, equal keys in insertion order) instead of an augmented
+//     rb-tree: insertion and removal move O(n) nodes and an EEVDF pick scans
+//     the eligible prefix for the earliest deadline, which is fast for the
+//     short per-CPU queues of realistic inputs and slower for hundreds of
+//     tasks on one CPU.
 //   - h_nr_running does not count delayed (DELAY_DEQUEUE) tasks, as
 //     h_nr_runnable does from v6.13, so a CPU holding only delayed tasks
 //     counts as idle for wakeup placement and balancing.

@@ -95,8 +95,9 @@ type entity struct {
 }
 
 // cfsRq is a struct cfs_rq. The tree holds the queued entities except curr,
-// as the kernel's rb-tree does; it is a plain slice scanned in O(n), which is
-// fast for the small per-CPU queues of realistic inputs.
+// as the kernel's rb-tree does; it is a slice sorted by vruntime (see
+// enqueueTree), which is fast for the short per-CPU queues of realistic
+// inputs.
 type cfsRq struct {
 	// First cache line: what update_curr, pick and enqueue/dequeue touch.
 	cpu      int32
