@@ -352,6 +352,25 @@ func (s *sim) newRq(cpu, tg, ge int32) int32 {
 func (s *sim) build() {
 	in := s.in
 	nc := s.nCPU
+	// Size the arrays up front: a task group per cgroup replica and per
+	// session (autogroup), each with a queue and an entity per CPU.
+	nTG, nTasks := 0, 0
+	sessions := map[string]bool{}
+	for i := range in.Groups {
+		g := &in.Groups[i]
+		reps := max(g.Replicas, 1)
+		nTasks += reps * g.Tasks
+		if g.Session == "" {
+			nTG += reps
+		} else if !sessions[g.Session] {
+			sessions[g.Session] = true
+			nTG++
+		}
+	}
+	s.rqs = make([]cfsRq, 0, int(nc)*(nTG+1))
+	s.ents = make([]entity, 0, nTasks+int(nc)*nTG)
+	s.tasks = make([]task, 0, nTasks)
+	s.tgs = make([]taskGroup, 0, nTG)
 	s.cpus = make([]cpuState, nc)
 	s.idleMask = make([]uint64, (nc+63)/64)
 	for c := int32(0); c < nc; c++ {
