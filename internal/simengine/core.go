@@ -229,7 +229,6 @@ func (s *sim) requeueDelayedEntity(se int32) {
 	r := &s.rqs[cq]
 	s.updateCurr(cq)
 	s.updateRqLoad(cq)
-	s.updateSeLoad(se)
 	if s.feat.delayZero {
 		s.updateEntityLag(cq, se)
 		if s.ents[se].vlag > 0 {

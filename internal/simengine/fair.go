@@ -553,7 +553,6 @@ func (s *sim) enqueueTask(ti int32, flags int) {
 		for ; se >= 0; se = s.ents[se].parent {
 			cq := s.ents[se].rq
 			s.updateRqLoad(cq)
-			s.updateSeLoad(se)
 			s.updateCfsGroup(se)
 			r := &s.rqs[cq]
 			r.hNr++
@@ -621,7 +620,6 @@ func (s *sim) dequeueEntities(se int32, flags int, one, idle int32) bool {
 			s.updateCurr(cq)
 			if !s.entityEligible(cq, se) {
 				s.updateRqLoad(cq)
-				s.updateSeLoad(se)
 				s.ents[se].delayed = true
 				if first {
 					dequeued = false
@@ -659,7 +657,6 @@ func (s *sim) dequeueEntities(se int32, flags int, one, idle int32) bool {
 		for ; se >= 0; se = s.ents[se].parent {
 			cq := s.ents[se].rq
 			s.updateRqLoad(cq)
-			s.updateSeLoad(se)
 			s.updateCfsGroup(se)
 			r := &s.rqs[cq]
 			r.hNr -= one
@@ -802,7 +799,6 @@ func (s *sim) setNextEntity(cq, se int32) {
 	e := &s.ents[se]
 	if e.onRq {
 		s.dequeueTree(cq, se)
-		s.updateSeLoad(se)
 		e.protect = e.deadline
 		e.protectOK = true
 	}
@@ -818,7 +814,6 @@ func (s *sim) putPrevEntity(cq, se int32) {
 	if e.onRq {
 		s.updateCurr(cq)
 		s.enqueueTree(cq, se)
-		s.updateSeLoad(se)
 	}
 	s.rqs[cq].curr = -1
 }
@@ -1062,7 +1057,6 @@ func (s *sim) throttleCfsRq(cq int32) {
 		for ; se >= 0; se = s.ents[se].parent {
 			qcq := s.ents[se].rq
 			s.updateRqLoad(qcq)
-			s.updateSeLoad(se)
 			s.updateCfsGroup(se)
 			q := &s.rqs[qcq]
 			q.hNr -= delta
@@ -1118,7 +1112,6 @@ func (s *sim) unthrottleCfsRq(cq int32) {
 		for ; se >= 0; se = s.ents[se].parent {
 			qcq := s.ents[se].rq
 			s.updateRqLoad(qcq)
-			s.updateSeLoad(se)
 			s.updateCfsGroup(se)
 			q := &s.rqs[qcq]
 			q.hNr += delta

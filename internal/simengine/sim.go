@@ -833,6 +833,10 @@ func (s *sim) unscaleExec(d int64) int64 {
 
 // ---- PELT helpers ----
 
+// updateSeLoad brings an entity's load_avg up to date. Entity and queue
+// averages are lazy: they are updated right before their input (weight,
+// on_rq, queue load) changes and when read, which gives the values the
+// kernel's eager update_load_avg() calls would.
 func (s *sim) updateSeLoad(se int32) {
 	e := &s.ents[se]
 	v := 0.0
