@@ -74,6 +74,8 @@ type Cluster struct {
 	Server string
 	// NodeName is the name of this machine's Node.
 	NodeName string
+	// K8sBinDir holds the control plane binaries (and kubectl, if built).
+	K8sBinDir string
 	// Config and Client reach the API server as the admin.
 	Config *rest.Config
 	Client kubernetes.Interface
@@ -147,7 +149,7 @@ func start(ctx context.Context, o Options) (_ *Cluster, err error) {
 	ctx, cancelStart := context.WithTimeout(ctx, o.StartTimeout)
 	defer cancelStart()
 
-	c := &Cluster{Dir: dir, NodeName: o.NodeName, logf: logf}
+	c := &Cluster{Dir: dir, NodeName: o.NodeName, K8sBinDir: o.K8sBinDir, logf: logf}
 	defer func() {
 		if err != nil {
 			c.Stop()

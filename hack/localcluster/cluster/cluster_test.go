@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -127,6 +128,35 @@ func TestDaemonSetRunsAsLocalProcess(t *testing.T) {
 	}
 	if !hasPrefix(environ, "KUBECONFIG=") {
 		t.Errorf("process environment lacks KUBECONFIG (the ServiceAccount's kubeconfig): %q", environ)
+	}
+
+	// A Pod's processes reach the API server as the Pod's ServiceAccount.
+	whoami, err := cs.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "whoami", Namespace: ns},
+		Spec: corev1.PodSpec{
+			RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{
+				Name: "kubectl", Image: "ignored",
+				Command: []string{filepath.Join(c.K8sBinDir, "kubectl"), "auth", "whoami", "-o", "jsonpath={.status.userInfo.username}"},
+			}},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		p, err := cs.CoreV1().Pods(ns).Get(ctx, whoami.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		whoami = p
+		return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed, nil
+	}); err != nil {
+		t.Fatalf("waiting for the whoami pod to finish: %v", err)
+	}
+	out, _ := os.ReadFile(c.Kubelet().LogPath(whoami, "kubectl"))
+	if want := "system:serviceaccount:" + ns + ":default"; whoami.Status.Phase != corev1.PodSucceeded || string(out) != want {
+		t.Errorf("whoami pod: phase %s, output %q; want Succeeded and %q", whoami.Status.Phase, out, want)
 	}
 
 	// Deleting the DaemonSet deletes the Pod; the kubelet stops the process and finalizes it.

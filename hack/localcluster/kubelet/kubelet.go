@@ -111,6 +111,17 @@ func New(cs kubernetes.Interface, cfg Config) (*Kubelet, error) {
 	return &Kubelet{cs: cs, cfg: cfg, registered: make(chan struct{}), workers: map[types.UID]*podWorker{}}, nil
 }
 
+// PodDir is the directory of a Pod's files: its kubeconfig and, for each container,
+// <container>.log with the container's stdout and stderr (appended across restarts).
+func (k *Kubelet) PodDir(pod *corev1.Pod) string {
+	return filepath.Join(k.cfg.PodsDir, pod.Namespace+"_"+pod.Name+"_"+string(pod.UID))
+}
+
+// LogPath is the file with a container's output.
+func (k *Kubelet) LogPath(pod *corev1.Pod, container string) string {
+	return filepath.Join(k.PodDir(pod), container+".log")
+}
+
 // WaitRegistered returns once the Node exists and reports Ready.
 func (k *Kubelet) WaitRegistered(ctx context.Context) error {
 	select {

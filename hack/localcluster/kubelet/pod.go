@@ -75,7 +75,7 @@ type container struct {
 
 func newPodWorker(k *Kubelet, pod *corev1.Pod) *podWorker {
 	w := &podWorker{k: k, notify: make(chan struct{}, 1), pod: pod}
-	w.dir = filepath.Join(k.cfg.PodsDir, pod.Namespace+"_"+pod.Name+"_"+string(pod.UID))
+	w.dir = k.PodDir(pod)
 	for _, c := range pod.Spec.InitContainers {
 		w.initCs = append(w.initCs, &container{spec: c,
 			sidecar: c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways})
