@@ -197,3 +197,25 @@ func TestPeriodicDeadlineMisses(t *testing.T) {
 		}
 	}
 }
+
+// Migration cost: an idle CPU pulls waiting tasks (new-idle balancing,
+// skipped when the CPU expects to idle for less than the migration cost, and
+// skipping tasks that ran within it, task_hot()). With a zero cost the four
+// CPUs stay busier and the bursty tasks wait less than when every task
+// counts as cache hot (-1).
+func TestMigrationCostEffect(t *testing.T) {
+	run := func(mc int64) (float64, float64) {
+		r := mustRun(t, Input{Node: Node{CPUs: 4}, Knobs: Knobs{MigrationCostNs: mc}, DurationNs: 3e9, WarmupNs: 5e8, Seed: 1,
+			Groups: []Group{{Name: "hog", Tasks: 2}, {Name: "b", Tasks: 8, Pattern: Pattern{Type: Burst, MeanRunNs: 1e6, MeanSleepNs: 2e6}}}})
+		util := 0.0
+		for _, u := range r.CPUUtilization {
+			util += u
+		}
+		return util, group(t, r, "b").Metrics.WakeupLatencyUs.Mean
+	}
+	uz, lz := run(MigrationCostZero)
+	uh, lh := run(-1)
+	if uz < uh+0.04 || lz >= lh {
+		t.Errorf("migration cost 0: utilization %.3f CPUs, mean latency %.0f µs; always hot: %.3f, %.0f µs; want the zero cost busier and faster", uz, lz, uh, lh)
+	}
+}
