@@ -7,32 +7,26 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
-	"syscall"
 	"testing"
 	"text/tabwriter"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/schedlab/schedlab/api/v1alpha1"
-	"github.com/schedlab/schedlab/hack/localcluster/cluster"
+	"github.com/schedlab/schedlab/hack/demo/lab"
 )
 
 const (
@@ -40,15 +34,6 @@ const (
 	// cpuTolerance is how far measured and predicted cpu of a group may be apart (in CPUs).
 	cpuTolerance = 0.1
 )
-
-// lab is a running local cluster with schedlab installed and its manager running.
-type lab struct {
-	c        *cluster.Cluster
-	client   client.Client
-	dir      string
-	stateDir string
-	cpus     int
-}
 
 // TestLocalCluster runs schedlab end to end on this machine: a local cluster (real etcd,
 // kube-apiserver, kube-controller-manager, kube-scheduler; the fake kubelet registers this
@@ -76,160 +61,54 @@ func TestLocalCluster(t *testing.T) {
 	})
 }
 
-func startLab(t *testing.T) *lab {
+func startLab(t *testing.T) *lab.Lab {
 	t.Helper()
 	start := time.Now()
-	dir := t.TempDir()
-	l := &lab{dir: dir, stateDir: filepath.Join(dir, "agent-state")}
-	if err := os.MkdirAll(l.stateDir, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	// Install what the chart installs, except the manager Deployment (replicas 0: the manager
+	// runs as a process, since the fake kubelet cannot run an image).
+	manifests := command(t, nil, helm(t), "template", "schedlab", path("charts", "schedlab"), "--namespace", operatorNamespace,
+		"--include-crds", "--set", "controller.replicas=0")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	c, err := cluster.Start(ctx, cluster.Options{
-		Dir:        filepath.Join(dir, "cluster"),
-		K8sBinDir:  path("bin", "k8s"),
-		BinaryDir:  path("bin"),
-		NodeLabels: map[string]string{"schedlab.io/pool": "lab"},
-		Logf:       t.Logf,
+	l, err := lab.Start(ctx, lab.Options{
+		Dir:         t.TempDir(),
+		RepoRoot:    repoRoot,
+		Manifests:   manifests,
+		ManagerArgs: []string{"--deadline-margin=2m", "--restore-timeout=1m"},
+		Logf:        t.Logf,
 	})
 	if err != nil {
-		t.Fatalf("starting the local cluster: %v", err)
+		t.Fatalf("starting the lab: %v", err)
 	}
-	t.Cleanup(c.Stop)
-	l.c = c
 	t.Cleanup(func() {
-		if t.Failed() {
-			l.dumpState(t)
+		if err := l.Stop(); err != nil {
+			t.Error(err)
 		}
 	})
-	l.client, err = client.New(c.Config, client.Options{Scheme: newScheme(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var node corev1.Node
-	if err := l.client.Get(ctx, client.ObjectKey{Name: c.NodeName}, &node); err != nil {
-		t.Fatal(err)
-	}
-	l.cpus = int(node.Status.Capacity.Cpu().Value())
-	t.Logf("local cluster up in %s: node %s, %d CPUs", time.Since(start).Round(time.Second), c.NodeName, l.cpus)
-
-	// Install what the chart installs, except the manager Deployment (replicas 0: the manager
-	// runs below as a process, since the fake kubelet cannot run an image).
-	if err := l.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNamespace}}); err != nil {
-		t.Fatal(err)
-	}
-	manifests := command(t, nil, helm(t), "template", "schedlab", path("charts", "schedlab"), "--namespace", operatorNamespace,
-		"--include-crds", "--set", "controller.replicas=0", "--set", "agent.stateDir="+l.stateDir)
-	command(t, manifests, kubectl(), "--kubeconfig", c.Kubeconfig, "apply", "--server-side", "-f", "-")
-	command(t, nil, kubectl(), "--kubeconfig", c.Kubeconfig, "wait", "--for=condition=Established", "--timeout=60s",
-		"crd/schedexperiments.schedlab.io", "crd/noderuns.schedlab.io")
-	l.installFakeRuntime(ctx, t)
-
-	l.startManager(t)
-	t.Logf("schedlab installed and the manager running %s after start", time.Since(start).Round(time.Second))
+	t.Cleanup(func() {
+		if t.Failed() {
+			dumpState(t, l)
+		}
+	})
+	t.Logf("local cluster up, schedlab installed and the manager running in %s: node %s, %d CPUs",
+		time.Since(start).Round(time.Second), l.Cluster.NodeName, l.CPUs)
 	return l
 }
 
-// installFakeRuntime applies testdata/fake-runtime-policy.yaml (the image's entrypoint and the
-// agent's host mounts, which a container runtime would provide) and waits until the API server
-// enforces it.
-func (l *lab) installFakeRuntime(ctx context.Context, t *testing.T) {
-	t.Helper()
-	command(t, nil, kubectl(), "--kubeconfig", l.c.Kubeconfig, "apply", "-f", filepath.Join("test", "e2e", "testdata", "fake-runtime-policy.yaml"))
-	probe := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "policy-probe", Namespace: operatorNamespace,
-			Labels: map[string]string{"app.kubernetes.io/name": "schedlab-agent"}},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "agent", Image: "schedlab:e2e", Args: []string{"agent", "--root", "/host"}}}},
-	}
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		p := probe.DeepCopy()
-		if err := l.client.Create(ctx, p, client.DryRunAll); err != nil {
-			return false, nil
-		}
-		c := p.Spec.Containers[0]
-		return slices.Equal(c.Command, []string{"schedlab"}) && slices.Equal(c.Args, []string{"agent", "--root", "/"}), nil
-	})
-	if err != nil {
-		t.Fatalf("the fake-runtime MutatingAdmissionPolicy is not enforced: %v", err)
-	}
-}
-
-// startManager runs bin/schedlab manager as the chart's manager ServiceAccount.
-func (l *lab) startManager(t *testing.T) {
-	t.Helper()
-	ctx := context.Background()
-	tr, err := l.c.Client.CoreV1().ServiceAccounts(operatorNamespace).CreateToken(ctx, "schedlab-manager",
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("token for the manager ServiceAccount: %v", err)
-	}
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["local"] = &clientcmdapi.Cluster{Server: l.c.Server, CertificateAuthorityData: l.c.Config.CAData}
-	kc.AuthInfos["manager"] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
-	kc.Contexts["local"] = &clientcmdapi.Context{Cluster: "local", AuthInfo: "manager"}
-	kc.CurrentContext = "local"
-	kubeconfig := filepath.Join(l.dir, "manager.kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
-		t.Fatal(err)
-	}
-	logPath := filepath.Join(l.dir, "manager.log")
-	out, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(path("bin", "schedlab"), "manager",
-		"--kubeconfig", kubeconfig,
-		"--namespace", operatorNamespace,
-		"--leader-elect=false",
-		"--metrics-bind-address=0",
-		"--health-probe-bind-address=0",
-		"--agent-image=schedlab:e2e",
-		"--agent-service-account=schedlab-agent",
-		"--state-dir", l.stateDir,
-		"--deadline-margin=2m",
-		"--restore-timeout=1m",
-	)
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.Env = append(os.Environ(), "POD_NAMESPACE="+operatorNamespace)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); out.Close(); close(exited) }()
-	t.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(20 * time.Second):
-			t.Errorf("the manager did not stop within 20s of SIGTERM; killing it")
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-exited
-		}
-	})
-	select {
-	case <-exited:
-		b, _ := os.ReadFile(logPath)
-		t.Fatalf("the manager exited at once:\n%s", tail(string(b), 40))
-	case <-time.After(2 * time.Second):
-	}
-}
-
-func testSimulate(t *testing.T, l *lab) {
+func testSimulate(t *testing.T, l *lab.Lab) {
 	ctx := context.Background()
 	exp := loadExperiment(t, "e2e-simulate")
 	exp.Spec.Mode = v1alpha1.ModeSimulate
-	if err := l.client.Create(ctx, exp); err != nil {
+	if err := l.Client.Create(ctx, exp); err != nil {
 		t.Fatal(err)
 	}
-	got, err := l.waitCompleted(t, exp.Name, 2*time.Minute)
+	got, err := waitCompleted(t, l, exp.Name, 2*time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
 	logResults(t, got)
 
-	want := waterfill([]float64{100, 200, 400}, float64(l.cpus))
+	want := waterfill([]float64{100, 200, 400}, float64(l.CPUs))
 	rows := 0
 	for _, r := range got.Status.Results {
 		if r.Measured != nil {
@@ -241,7 +120,7 @@ func testSimulate(t *testing.T, l *lab) {
 		}
 		i := slices.Index([]string{"w100", "w200", "w400"}, r.Group)
 		if math.Abs(r.Predicted.CPU-want[i]) > cpuTolerance {
-			t.Errorf("%s/%s: predicted cpu %.3f, want %.3f ± %.1f (weights 100:200:400 on %d CPUs)", r.Variant, r.Group, r.Predicted.CPU, want[i], cpuTolerance, l.cpus)
+			t.Errorf("%s/%s: predicted cpu %.3f, want %.3f ± %.1f (weights 100:200:400 on %d CPUs)", r.Variant, r.Group, r.Predicted.CPU, want[i], cpuTolerance, l.CPUs)
 		}
 		rows++
 	}
@@ -250,19 +129,19 @@ func testSimulate(t *testing.T, l *lab) {
 	}
 	// No agents: no DaemonSet, no NodeRun, no lock.
 	var dss appsv1.DaemonSetList
-	if err := l.client.List(ctx, &dss, client.InNamespace(operatorNamespace)); err != nil {
+	if err := l.Client.List(ctx, &dss, client.InNamespace(operatorNamespace)); err != nil {
 		t.Fatal(err)
 	}
 	if len(dss.Items) > 0 {
 		t.Errorf("Simulate mode created DaemonSet %s", dss.Items[0].Name)
 	}
-	if runs := l.nodeRuns(t, exp.Name); len(runs) > 0 {
+	if runs := nodeRuns(t, l, exp.Name); len(runs) > 0 {
 		t.Errorf("Simulate mode created NodeRun %s", runs[0].Name)
 	}
-	l.deleteAndCheckGone(t, exp.Name)
+	deleteAndCheckGone(t, l, exp.Name)
 }
 
-func testMeasure(t *testing.T, l *lab) {
+func testMeasure(t *testing.T, l *lab.Lab) {
 	ctx := context.Background()
 	before := readHostState(t)
 	t.Logf("before: sched_autogroup_enabled=%s, cpu controller at %s, cgroups under schedlab/: %v", before.autogroup, before.cpuMount, before.cgroups)
@@ -273,26 +152,38 @@ func testMeasure(t *testing.T, l *lab) {
 	if before.autogroup == "1" {
 		exp.Spec.Variants[1].Knobs.Autogroup = v1alpha1.AutogroupDisabled
 	}
-	// The agent refuses a node that another schedlab run holds (the host lock): that is someone
-	// else's test or demo on this machine, not a failure of this one, so wait and try again.
+	// Two things on this machine that are not this test's doing make an attempt meaningless:
+	// another schedlab run holding the node (the agent refuses the host lock), and other
+	// processes using the CPUs during a window (the agent marks the window noisy after re-running
+	// it). Either way the experiment is deleted — which is itself checked — and run again, a
+	// few times, before the test gives up saying why.
 	var got *v1alpha1.SchedExperiment
 	for attempt := 1; ; attempt++ {
 		start := time.Now()
-		if err := l.client.Create(ctx, exp.DeepCopy()); err != nil {
+		if err := l.Client.Create(ctx, exp.DeepCopy()); err != nil {
 			t.Fatal(err)
 		}
 		var err error
-		got, err = l.waitCompleted(t, exp.Name, 4*time.Minute)
-		if err == nil {
+		got, err = waitCompleted(t, l, exp.Name, 4*time.Minute)
+		var retry string
+		switch {
+		case err != nil && strings.Contains(err.Error(), "node is busy"):
+			retry = err.Error()
+		case err != nil:
+			t.Fatal(err)
+		default:
 			t.Logf("experiment completed in %s", time.Since(start).Round(time.Second))
+			retry = noisyWindows(nodeRuns(t, l, exp.Name))
+		}
+		if retry == "" {
 			break
 		}
-		if !strings.Contains(err.Error(), "node is busy") || attempt == 5 {
-			t.Fatal(err)
+		if attempt == 4 {
+			t.Fatalf("this machine is too busy for a measurement (other processes use its CPUs or hold it) after %d attempts: %s", attempt, retry)
 		}
-		t.Logf("attempt %d: %v; another schedlab run holds this machine: deleting the experiment and trying again in 30s", attempt, err)
-		l.deleteAndCheckGone(t, exp.Name)
-		time.Sleep(30 * time.Second)
+		t.Logf("attempt %d: %s: deleting the experiment and trying again in 20s", attempt, retry)
+		deleteAndCheckGone(t, l, exp.Name)
+		time.Sleep(20 * time.Second)
 	}
 	logResults(t, got)
 
@@ -323,7 +214,7 @@ func testMeasure(t *testing.T, l *lab) {
 	}
 
 	// The agent's own record: every knob it set is back to its original value.
-	runs := l.nodeRuns(t, exp.Name)
+	runs := nodeRuns(t, l, exp.Name)
 	if len(runs) != 1 {
 		t.Fatalf("got %d NodeRuns of %s, want 1", len(runs), exp.Name)
 	}
@@ -342,7 +233,7 @@ func testMeasure(t *testing.T, l *lab) {
 		t.Errorf("NodeRun %s records no autogroup knob, though a variant set it: %+v", runs[0].Name, st.Knobs)
 	}
 
-	l.deleteAndCheckGone(t, exp.Name)
+	deleteAndCheckGone(t, l, exp.Name)
 
 	// The machine as it was: every check, with a grace period for processes to be reaped.
 	var after hostState
@@ -363,6 +254,22 @@ func testMeasure(t *testing.T, l *lab) {
 	}
 }
 
+// noisyWindows says which windows the agent measured while other processes used the CPUs.
+func noisyWindows(runs []v1alpha1.NodeRun) string {
+	var noisy []string
+	for _, r := range runs {
+		for _, w := range r.Status.Windows {
+			if w.Noisy {
+				noisy = append(noisy, fmt.Sprintf("%s/%s rep %d: %.2f CPUs used by other processes", r.Spec.NodeName, w.Variant, w.Repetition, w.NoiseCPU))
+			}
+		}
+	}
+	if len(noisy) == 0 {
+		return ""
+	}
+	return "noisy windows: " + strings.Join(noisy, "; ")
+}
+
 // loadExperiment reads testdata/fairness.yaml under a new name.
 func loadExperiment(t *testing.T, name string) *v1alpha1.SchedExperiment {
 	t.Helper()
@@ -380,12 +287,12 @@ func loadExperiment(t *testing.T, name string) *v1alpha1.SchedExperiment {
 
 // waitCompleted waits for the experiment's Completed condition, logging progress; it returns
 // an error at once when the experiment fails.
-func (l *lab) waitCompleted(t *testing.T, name string, timeout time.Duration) (*v1alpha1.SchedExperiment, error) {
+func waitCompleted(t *testing.T, l *lab.Lab, name string, timeout time.Duration) (*v1alpha1.SchedExperiment, error) {
 	t.Helper()
 	var exp v1alpha1.SchedExperiment
 	lastLog, lastLine := time.Time{}, ""
 	err := wait.PollUntilContextTimeout(context.Background(), time.Second, timeout, true, func(ctx context.Context) (bool, error) {
-		if err := l.client.Get(ctx, client.ObjectKey{Name: name}, &exp); err != nil {
+		if err := l.Client.Get(ctx, client.ObjectKey{Name: name}, &exp); err != nil {
 			return false, nil
 		}
 		line := progressLine(&exp)
@@ -446,10 +353,10 @@ func stddevCPU(m *v1alpha1.MeasuredMetrics) float64 {
 	return m.Stddev.CPU
 }
 
-func (l *lab) nodeRuns(t *testing.T, experiment string) []v1alpha1.NodeRun {
+func nodeRuns(t *testing.T, l *lab.Lab, experiment string) []v1alpha1.NodeRun {
 	t.Helper()
 	var list v1alpha1.NodeRunList
-	if err := l.client.List(context.Background(), &list); err != nil {
+	if err := l.Client.List(context.Background(), &list); err != nil {
 		t.Fatal(err)
 	}
 	var out []v1alpha1.NodeRun
@@ -463,24 +370,24 @@ func (l *lab) nodeRuns(t *testing.T, experiment string) []v1alpha1.NodeRun {
 
 // deleteAndCheckGone deletes the experiment and waits until it, its DaemonSet and Pods, its
 // NodeRuns and every node Lease in the operator's namespace are gone.
-func (l *lab) deleteAndCheckGone(t *testing.T, name string) {
+func deleteAndCheckGone(t *testing.T, l *lab.Lab, name string) {
 	t.Helper()
 	ctx := context.Background()
 	exp := &v1alpha1.SchedExperiment{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if err := l.client.Delete(ctx, exp, client.PropagationPolicy(metav1.DeletePropagationForeground)); err != nil {
+	if err := l.Client.Delete(ctx, exp, client.PropagationPolicy(metav1.DeletePropagationForeground)); err != nil {
 		t.Fatal(err)
 	}
 	var left []string
 	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		left = nil
-		if err := l.client.Get(ctx, client.ObjectKey{Name: name}, exp); !apierrors.IsNotFound(err) {
+		if err := l.Client.Get(ctx, client.ObjectKey{Name: name}, exp); !apierrors.IsNotFound(err) {
 			left = append(left, fmt.Sprintf("SchedExperiment %s (finalizers %v)", name, exp.Finalizers))
 		}
 		var dss appsv1.DaemonSetList
 		var pods corev1.PodList
 		var leases coordinationv1.LeaseList
 		for _, list := range []client.ObjectList{&dss, &pods, &leases} {
-			if err := l.client.List(ctx, list, client.InNamespace(operatorNamespace)); err != nil {
+			if err := l.Client.List(ctx, list, client.InNamespace(operatorNamespace)); err != nil {
 				return false, err
 			}
 		}
@@ -493,7 +400,7 @@ func (l *lab) deleteAndCheckGone(t *testing.T, name string) {
 		for _, o := range leases.Items {
 			left = append(left, "Lease "+o.Name)
 		}
-		for _, r := range l.nodeRuns(t, name) {
+		for _, r := range nodeRuns(t, l, name) {
 			left = append(left, "NodeRun "+r.Name)
 		}
 		return len(left) == 0, nil
@@ -636,19 +543,19 @@ func waterfill(weights []float64, cpus float64) []float64 {
 
 // dumpState logs what a failed run needs to be understood: the manager's and the pods' output
 // and the objects.
-func (l *lab) dumpState(t *testing.T) {
-	if b, err := os.ReadFile(filepath.Join(l.dir, "manager.log")); err == nil {
+func dumpState(t *testing.T, l *lab.Lab) {
+	if b, err := os.ReadFile(l.ManagerLog); err == nil {
 		t.Logf("manager log (tail):\n%s", tail(string(b), 80))
 	}
-	logs, _ := filepath.Glob(filepath.Join(l.c.Dir, "pods", "*", "*.log"))
+	logs, _ := filepath.Glob(filepath.Join(l.Cluster.Dir, "pods", "*", "*.log"))
 	for _, p := range logs {
 		if b, err := os.ReadFile(p); err == nil {
-			t.Logf("%s (tail):\n%s", strings.TrimPrefix(p, l.c.Dir+"/"), tail(string(b), 60))
+			t.Logf("%s (tail):\n%s", strings.TrimPrefix(p, l.Cluster.Dir+"/"), tail(string(b), 60))
 		}
 	}
-	out, err := tryCommand(nil, kubectl(), "--kubeconfig", l.c.Kubeconfig, "get", "schedexperiments,noderuns,nodes", "-o", "wide")
+	out, err := tryCommand(nil, kubectl(), "--kubeconfig", l.Cluster.Kubeconfig, "get", "schedexperiments,noderuns,nodes", "-o", "wide")
 	t.Logf("kubectl get:\n%s%v", out, errOrNil(err))
-	out, err = tryCommand(nil, kubectl(), "--kubeconfig", l.c.Kubeconfig, "get", "daemonsets,pods,leases,events", "-n", operatorNamespace, "-o", "wide")
+	out, err = tryCommand(nil, kubectl(), "--kubeconfig", l.Cluster.Kubeconfig, "get", "daemonsets,pods,leases,events", "-n", operatorNamespace, "-o", "wide")
 	t.Logf("kubectl get -n %s:\n%s%v", operatorNamespace, out, errOrNil(err))
 }
 
