@@ -283,12 +283,18 @@ func (s *sim) updateMinVruntime(cq int32) {
 // since it last was, advance its vruntime, renew its EEVDF deadline, and
 // charge the group's bandwidth.
 func (s *sim) updateCurr(cq int32) {
+	if cur := s.rqs[cq].curr; cur >= 0 {
+		s.updateCurrSlow(cq)
+	}
+}
+
+func (s *sim) updateCurrSlow(cq int32) {
 	r := &s.rqs[cq]
 	cur := r.curr
-	if cur < 0 {
+	e := &s.ents[cur]
+	if s.now <= e.execStart {
 		return
 	}
-	e := &s.ents[cur]
 	start := e.execStart
 	delta := s.now - start
 	if delta <= 0 {

@@ -838,6 +838,12 @@ func (s *sim) unscaleExec(d int64) int64 {
 // on_rq, queue load) changes and when read, which gives the values the
 // kernel's eager update_load_avg() calls would.
 func (s *sim) updateSeLoad(se int32) {
+	if s.now-s.ents[se].load.t >= 1<<peltPeriodShift {
+		s.updateSeLoadSlow(se)
+	}
+}
+
+func (s *sim) updateSeLoadSlow(se int32) {
 	e := &s.ents[se]
 	v := 0.0
 	if e.onRq {
@@ -850,6 +856,12 @@ func (s *sim) updateSeLoad(se int32) {
 // queue's load_avg follows the sum of its entities' runnable weights, and the
 // task group's total load follows the queue's contribution.
 func (s *sim) updateRqLoad(cq int32) {
+	if s.now-s.rqs[cq].loadAvg.t >= 1<<peltPeriodShift {
+		s.updateRqLoadSlow(cq)
+	}
+}
+
+func (s *sim) updateRqLoadSlow(cq int32) {
 	r := &s.rqs[cq]
 	r.loadAvg.update(s.pt, s.now, float64(r.load))
 	if r.tg >= 0 {
@@ -879,10 +891,13 @@ func (s *sim) syncTgContrib(cq int32) {
 }
 
 func (s *sim) cpuPelt(c int32) {
-	cpu := &s.cpus[c]
-	if s.now-cpu.pl.t < 1<<peltPeriodShift {
-		return
+	if s.now-s.cpus[c].pl.t >= 1<<peltPeriodShift {
+		s.cpuPeltSlow(c)
 	}
+}
+
+func (s *sim) cpuPeltSlow(c int32) {
+	cpu := &s.cpus[c]
 	u := 0.0
 	if cpu.curr >= 0 {
 		u = 1024
@@ -891,10 +906,13 @@ func (s *sim) cpuPelt(c int32) {
 }
 
 func (s *sim) taskPelt(ti int32) {
-	t := &s.tasks[ti]
-	if s.now-t.pl.t < 1<<peltPeriodShift {
-		return
+	if s.now-s.tasks[ti].pl.t >= 1<<peltPeriodShift {
+		s.taskPeltSlow(ti)
 	}
+}
+
+func (s *sim) taskPeltSlow(ti int32) {
+	t := &s.tasks[ti]
 	u, r := 0.0, 0.0
 	if t.running {
 		u = 1024
