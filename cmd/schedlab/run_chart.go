@@ -70,6 +70,12 @@ func writeChart(path string, rep *experiment.Report) error {
 	p.Legend.Add("predicted", pb)
 	p.Legend.Top = true
 	p.NominalX(labels...)
+	// Head room for the legend above the tallest bar.
+	top := 0.0
+	for i := range meas {
+		top = max(top, meas[i]+errs[i].High, pred[i])
+	}
+	p.Y.Min, p.Y.Max = 0, top*1.3+0.01
 	width := max(5*vg.Inch, vg.Length(len(labels))*1.3*vg.Inch)
 	if err := p.Save(width, 4*vg.Inch, path); err != nil {
 		return fmt.Errorf("chart: %w", err)
