@@ -43,7 +43,10 @@ func main() {
 		o.Logf = logger.Printf
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// Under `go run`, a SIGTERM to the go command kills it but not this process: ask the kernel
+	// for a SIGTERM when the parent dies, so that the cluster is stopped either way.
+	_, _, _ = syscall.RawSyscall(syscall.SYS_PRCTL, syscall.PR_SET_PDEATHSIG, uintptr(syscall.SIGTERM), 0)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	c, err := cluster.Start(ctx, o)
 	if err != nil {
