@@ -53,4 +53,4 @@ test-e2e: k8s-bins build ## The end-to-end tests only: chart and kustomize again
 
 .PHONY: demo
 demo: k8s-bins build ## Run a real experiment on this machine through a local cluster (Simulate mode without root); report in $(DEMO_REPORT_DIR).
-	REPORT_DIR=$(DEMO_REPORT_DIR) SAMPLE=$(DEMO_SAMPLE) bash hack/demo.sh
+	$(GO) run ./hack/demo --sample $(DEMO_SAMPLE) --report-dir $(DEMO_REPORT_DIR)

@@ -81,6 +81,10 @@ func runReport(args []string) int {
 		err = enc.Encode(reps)
 	} else {
 		err = writeReportTables(os.Stdout, exp, reps)
+		for _, r := range runs {
+			fmt.Printf("\nnode %s: ", r.Spec.NodeName)
+			summarize(os.Stdout, &r.Status)
+		}
 	}
 	if err == nil && *dir != "" {
 		err = writeMarkdownReport(*dir, exp, runs, reps)

@@ -239,13 +239,13 @@ func testMeasure(t *testing.T, l *lab.Lab) {
 	var after hostState
 	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		after = readHostState(t)
-		return after.autogroup == before.autogroup && len(after.newCgroups(before)) == 0 && len(after.procs) == 0, nil
+		return after.autogroup == before.autogroup && len(after.newCgroups(before, exp.Name)) == 0 && len(after.procs) == 0, nil
 	})
 	if err != nil {
 		if after.autogroup != before.autogroup {
 			t.Errorf("kernel.sched_autogroup_enabled is %s after the run, was %s", after.autogroup, before.autogroup)
 		}
-		if n := after.newCgroups(before); len(n) > 0 {
+		if n := after.newCgroups(before, exp.Name); len(n) > 0 {
 			t.Errorf("cgroups left under %s/schedlab: %v", before.cpuMount, n)
 		}
 		for _, p := range after.procs {
@@ -439,10 +439,12 @@ func readHostState(t *testing.T) hostState {
 	return s
 }
 
-func (s hostState) newCgroups(before hostState) []string {
+// newCgroups are the cgroups of the experiment's runs (schedlab/<experiment>-<node>-g<generation>)
+// that were not there before; other schedlab runs on this machine are not this test's.
+func (s hostState) newCgroups(before hostState, experiment string) []string {
 	var out []string
 	for _, c := range s.cgroups {
-		if !slices.Contains(before.cgroups, c) {
+		if strings.HasPrefix(c, "schedlab/"+experiment+"-") && !slices.Contains(before.cgroups, c) {
 			out = append(out, c)
 		}
 	}

@@ -1,0 +1,293 @@
+// Command demo is `make demo`: a real schedlab experiment on this machine, through a real API
+// server, controller and agent, ending in a table of measured next to predicted CPU and a
+// report, with the machine left as it was.
+//
+//	go run ./hack/demo [--sample config/samples/weights-100-200-400.yaml] [--report-dir _out/demo]
+//
+// It starts a local cluster (hack/localcluster: etcd, kube-apiserver, kube-controller-manager,
+// kube-scheduler from bin/k8s, and a fake kubelet that runs Pods as local processes), installs
+// the CRDs and RBAC (config/crd, config/rbac), runs bin/schedlab manager, applies the sample,
+// and waits: the manager locks this machine's Node, its agent DaemonSet becomes a Pod that the
+// fake kubelet runs as `schedlab agent`, and the agent runs the workload in real cgroups,
+// restores every knob, and writes its NodeRun. Then it prints `kubectl get schedexperiments`
+// and `schedlab report`, writes the report, deletes the experiment, stops every process and
+// removes its temporary directory.
+//
+// Without root it cannot change scheduler knobs or create cgroups, so it runs the experiment in
+// Simulate mode (predictions only) and says so.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/schedlab/schedlab/api/v1alpha1"
+	"github.com/schedlab/schedlab/hack/demo/lab"
+	"github.com/schedlab/schedlab/hack/localcluster/cluster"
+	"github.com/schedlab/schedlab/internal/experiment"
+)
+
+func main() {
+	sample := flag.String("sample", "config/samples/weights-100-200-400.yaml", "the SchedExperiment to run")
+	reportDir := flag.String("report-dir", "_out/demo", "where to write report.md, report.json and cpu.png")
+	timeout := flag.Duration("timeout", 10*time.Minute, "give up after this long")
+	verbose := flag.Bool("v", false, "print the local cluster's and fake kubelet's messages")
+	flag.Parse()
+	if err := run(*sample, *reportDir, *timeout, *verbose); err != nil {
+		fmt.Fprintln(os.Stderr, "demo:", err)
+		os.Exit(1)
+	}
+}
+
+func step(format string, args ...any) {
+	fmt.Printf("\n==> "+format+"\n", args...)
+}
+
+func run(samplePath, reportDir string, timeout time.Duration, verbose bool) (err error) {
+	root, err := cluster.RepoRoot()
+	if err != nil {
+		return err
+	}
+	for _, b := range []string{"bin/schedlab", "bin/k8s/etcd", "bin/k8s/kube-apiserver", "bin/k8s/kube-controller-manager", "bin/k8s/kube-scheduler", "bin/k8s/kubectl"} {
+		if _, err := os.Stat(filepath.Join(root, b)); err != nil {
+			return fmt.Errorf("%s is missing: run `make demo` (it builds bin/schedlab and bin/k8s first)", b)
+		}
+	}
+	if !filepath.IsAbs(reportDir) {
+		reportDir = filepath.Join(root, reportDir)
+	}
+	exp, err := experiment.Load(filepath.Join(root, samplePath))
+	if err != nil {
+		return err
+	}
+	measure := os.Geteuid() == 0
+	if !measure {
+		exp.Spec.Mode = v1alpha1.ModeSimulate
+		step("not running as root: running %s in Simulate mode (predictions only).\n"+
+			"    Measuring changes scheduler knobs (/proc/sys/kernel, /sys/kernel/debug/sched) and creates cgroups,\n"+
+			"    which needs root: run `sudo make demo` to see measured next to predicted.", exp.Name)
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	tmp, err := os.MkdirTemp("", "schedlab-demo-")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if rmErr := os.RemoveAll(tmp); rmErr != nil && err == nil {
+			err = rmErr
+		}
+		if err == nil {
+			fmt.Printf("    removed %s\n", tmp)
+		}
+	}()
+	before := readHost(exp.Name)
+
+	step("building the install manifests (kubectl kustomize config/crd config/rbac)")
+	var manifests []byte
+	for _, dir := range []string{"config/crd", "config/rbac"} {
+		out, err := exec.CommandContext(ctx, filepath.Join(root, "bin", "k8s", "kubectl"), "kustomize", filepath.Join(root, dir)).Output()
+		if err != nil {
+			return fmt.Errorf("kubectl kustomize %s: %w", dir, err)
+		}
+		manifests = append(append(manifests, out...), []byte("\n---\n")...)
+	}
+
+	step("starting a local cluster in %s: etcd, kube-apiserver, kube-controller-manager, kube-scheduler and a fake kubelet for this machine; installing schedlab; starting the manager", tmp)
+	start := time.Now()
+	logf := func(string, ...any) {}
+	if verbose {
+		logf = func(f string, a ...any) { fmt.Printf("    "+f+"\n", a...) }
+	}
+	l, err := lab.Start(ctx, lab.Options{Dir: tmp, RepoRoot: root, Manifests: manifests, Logf: logf,
+		ManagerArgs: []string{"--deadline-margin=3m", "--restore-timeout=2m"}})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		step("stopping the manager and the local cluster")
+		if stopErr := l.Stop(); stopErr != nil && err == nil {
+			err = stopErr
+		}
+		if err == nil {
+			err = checkRestored(before, exp.Name)
+		}
+	}()
+	fmt.Printf("    up in %s: node %s (%d CPUs, label %s=lab); manager log %s\n",
+		time.Since(start).Round(time.Second), l.Cluster.NodeName, l.CPUs, lab.PoolLabel, l.ManagerLog)
+
+	step("applying SchedExperiment %s (%s mode, %d variants × %d repetitions of %s)", exp.Name, modeOf(exp), len(exp.Spec.Variants),
+		max(exp.Spec.Repetitions, 1), exp.Spec.Duration.Duration)
+	obj := &v1alpha1.SchedExperiment{ObjectMeta: metav1.ObjectMeta{Name: exp.Name, Annotations: exp.Annotations, Labels: exp.Labels}, Spec: exp.Spec}
+	if err := l.Client.Create(ctx, obj); err != nil {
+		return err
+	}
+	defer func() {
+		if delErr := deleteExperiment(l, exp.Name); delErr != nil && err == nil {
+			err = delErr
+		}
+	}()
+	if err := waitWithProgress(ctx, l, exp.Name); err != nil {
+		return err
+	}
+
+	step("kubectl get schedexperiments")
+	out, err := l.Kubectl(ctx, nil, "get", "schedexperiments")
+	fmt.Print(string(out))
+	if err != nil {
+		return err
+	}
+	step("schedlab report %s --report %s", exp.Name, reportDir)
+	cmd := exec.CommandContext(ctx, filepath.Join(root, "bin", "schedlab"), "report", exp.Name, "--kubeconfig", l.Cluster.Kubeconfig, "--report", reportDir)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("schedlab report: %w", err)
+	}
+	fmt.Printf("\n    report: %s\n", filepath.Join(reportDir, "report.md"))
+	return nil
+}
+
+func modeOf(exp *v1alpha1.SchedExperiment) v1alpha1.ExperimentMode {
+	if exp.Spec.Mode == "" {
+		return v1alpha1.ModeMeasure
+	}
+	return exp.Spec.Mode
+}
+
+// waitWithProgress prints the experiment's progress as it changes until it completes or fails.
+func waitWithProgress(ctx context.Context, l *lab.Lab, name string) error {
+	start := time.Now()
+	last := ""
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		var exp v1alpha1.SchedExperiment
+		if err := l.Client.Get(ctx, client.ObjectKey{Name: name}, &exp); err != nil {
+			return err
+		}
+		line := progress(&exp)
+		if line != last {
+			fmt.Printf("    [%4ds] %s\n", int(time.Since(start).Seconds()), line)
+			last = line
+		}
+		if c := meta.FindStatusCondition(exp.Status.Conditions, v1alpha1.ConditionFailed); c != nil && c.Status == metav1.ConditionTrue {
+			return fmt.Errorf("experiment %s failed: %s: %s (manager log: %s)", name, c.Reason, c.Message, l.ManagerLog)
+		}
+		if meta.IsStatusConditionTrue(exp.Status.Conditions, v1alpha1.ConditionCompleted) && exp.Status.ObservedGeneration == exp.Generation {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s: %w (last: %s)", name, ctx.Err(), line)
+		case <-tick.C:
+		}
+	}
+}
+
+func progress(exp *v1alpha1.SchedExperiment) string {
+	var conds []string
+	for _, c := range exp.Status.Conditions {
+		if c.Status == metav1.ConditionTrue {
+			conds = append(conds, c.Type)
+		}
+	}
+	sort.Strings(conds)
+	s := "waiting for the controller"
+	if len(conds) > 0 {
+		s = strings.Join(conds, ",")
+	}
+	for _, n := range exp.Status.Nodes {
+		s += fmt.Sprintf("; node %s: %s", n.Name, n.Phase)
+		if n.StepsTotal > 0 {
+			s += fmt.Sprintf(" %d/%d", n.StepsDone, n.StepsTotal)
+		}
+		if n.Message != "" {
+			s += " (" + n.Message + ")"
+		}
+	}
+	return s
+}
+
+// deleteExperiment deletes the experiment and waits until its finalizer is gone: the agent has
+// stopped, restored the node and reported it, and the node lock is released.
+func deleteExperiment(l *lab.Lab, name string) error {
+	step("deleting SchedExperiment %s (the agent restores the node; the manager releases the lock)", name)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	exp := &v1alpha1.SchedExperiment{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := l.Client.Delete(ctx, exp); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	for {
+		err := l.Client.Get(ctx, client.ObjectKey{Name: name}, exp)
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("SchedExperiment %s is still there (finalizers %v): %w", name, exp.Finalizers, ctx.Err())
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// host is what the demo must leave as it found: the autogroup knob and the experiment's workload
+// cgroups under the cpu controller's schedlab/ directory (cgroup v1 or v2), named
+// <experiment>-<node>-g<generation>. (Other schedlab runs on this machine are not the demo's.)
+type host struct {
+	autogroup string
+	cgroups   map[string]bool
+}
+
+func readHost(experiment string) host {
+	h := host{cgroups: map[string]bool{}}
+	if b, err := os.ReadFile("/proc/sys/kernel/sched_autogroup_enabled"); err == nil {
+		h.autogroup = strings.TrimSpace(string(b))
+	}
+	matches, _ := filepath.Glob("/sys/fs/cgroup/*/schedlab/*")
+	more, _ := filepath.Glob("/sys/fs/cgroup/schedlab/*")
+	for _, m := range append(matches, more...) {
+		if fi, err := os.Stat(m); err == nil && fi.IsDir() && strings.HasPrefix(filepath.Base(m), experiment+"-") {
+			h.cgroups[m] = true
+		}
+	}
+	return h
+}
+
+// checkRestored says whether the machine is as it was.
+func checkRestored(before host, experiment string) error {
+	now := readHost(experiment)
+	var problems []string
+	if now.autogroup != before.autogroup {
+		problems = append(problems, fmt.Sprintf("kernel.sched_autogroup_enabled is %s, was %s", now.autogroup, before.autogroup))
+	}
+	for c := range now.cgroups {
+		if !before.cgroups[c] {
+			problems = append(problems, "cgroup left: "+c)
+		}
+	}
+	if len(problems) > 0 {
+		return errors.New("this machine is not as it was:\n  " + strings.Join(problems, "\n  "))
+	}
+	fmt.Printf("    this machine is as it was: kernel.sched_autogroup_enabled=%s, no new cgroup, every process stopped\n", before.autogroup)
+	return nil
+}
