@@ -230,7 +230,7 @@ func progress(exp *v1alpha1.SchedExperiment) string {
 // deleteExperiment deletes the experiment and waits until its finalizer is gone: the agent has
 // stopped, restored the node and reported it, and the node lock is released.
 func deleteExperiment(l *lab.Lab, name string) error {
-	step("deleting SchedExperiment %s (the agent restores the node; the manager releases the lock)", name)
+	step("deleting SchedExperiment %s (its finalizer waits for the node's restore and releases the node lock)", name)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	exp := &v1alpha1.SchedExperiment{ObjectMeta: metav1.ObjectMeta{Name: name}}
