@@ -188,7 +188,7 @@ type SchedExperimentStatus struct {
 // +kubebuilder:printcolumn:name="Nodes",type=string,JSONPath=`.status.nodeProgress`,description="nodes done/total"
 // +kubebuilder:printcolumn:name="Best",type=string,JSONPath=`.status.bestVariant`
 // +kubebuilder:printcolumn:name="Pred-Error",type=string,JSONPath=`.status.predictionError`,description="mean relative error of predicted cpu"
-// +kubebuilder:printcolumn:name="Fleet-Answer",type=integer,JSONPath=`.status.sweep.fleet.total`,description="the sweep's answer summed over the fleet",priority=10
+// +kubebuilder:printcolumn:name="Fleet-Answer",type=integer,JSONPath=`.status.sweep.fleet[0].total`,description="the sweep's answer summed over the fleet, for the first variant",priority=10
 // +kubebuilder:printcolumn:name="Completed",type=string,JSONPath=`.status.conditions[?(@.type=="Completed")].status`,priority=10
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=10
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

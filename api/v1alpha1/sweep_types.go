@@ -179,11 +179,12 @@ type SweepStatus struct {
 	// +kubebuilder:validation:MaxItems=64
 	Shapes []SweepShapeResult `json:"shapes,omitempty"`
 
-	// fleet is the answer summed over the node shapes' counts, for the
-	// first variant, when the first parameter counts something (Replicas,
-	// Tasks).
+	// fleet is the answer summed over the node shapes' counts, one per
+	// variant, when the first parameter counts something (Replicas, Tasks).
 	// +optional
-	Fleet *FleetAnswer `json:"fleet,omitempty"`
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=8
+	Fleet []FleetAnswer `json:"fleet,omitempty"`
 }
 
 // SweepShapeResult is the curve and the answer on one node shape for one
@@ -232,6 +233,8 @@ type SweepPoint struct {
 // FleetAnswer is the answer over all node shapes: per node times the count
 // of such nodes, summed.
 type FleetAnswer struct {
+	// variant the answer is for.
+	Variant string `json:"variant"`
 	// parameter is the counted parameter, e.g. "probe.replicas".
 	Parameter string `json:"parameter"`
 	// nodes in the fleet.

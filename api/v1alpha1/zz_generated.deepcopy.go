@@ -918,8 +918,10 @@ func (in *SweepStatus) DeepCopyInto(out *SweepStatus) {
 	}
 	if in.Fleet != nil {
 		in, out := &in.Fleet, &out.Fleet
-		*out = new(FleetAnswer)
-		(*in).DeepCopyInto(*out)
+		*out = make([]FleetAnswer, len(*in))
+		for i := range *in {
+			(*in)[i].DeepCopyInto(&(*out)[i])
+		}
 	}
 }
 

@@ -314,8 +314,8 @@ func writePlanTable(w io.Writer, spec *v1alpha1.SchedExperimentSpec, out *PlanOu
 	for _, line := range experiment.SweepSummary(spec, st) {
 		fmt.Fprintln(w, "  "+line)
 	}
-	if fl := st.Fleet; fl != nil {
-		fmt.Fprintf(w, "fleet: %d %s over %d nodes (%s)\n", fl.Total, fl.Parameter, fl.Nodes, strings.Join(fl.PerShape, ", "))
+	for _, fl := range st.Fleet {
+		fmt.Fprintf(w, "fleet, %s: %d %s over %d nodes (%s)\n", fl.Variant, fl.Total, fl.Parameter, fl.Nodes, strings.Join(fl.PerShape, ", "))
 	}
 	return nil
 }

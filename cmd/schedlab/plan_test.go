@@ -55,11 +55,11 @@ func TestPlanCommand(t *testing.T) {
 	if err := json.Unmarshal([]byte(a), &got); err != nil {
 		t.Fatal(err)
 	}
-	if got.Sweep == nil || len(got.Sweep.Shapes) != 1 || got.Sweep.Fleet == nil || got.Sweep.Fleet.Nodes != 3 {
+	if got.Sweep == nil || len(got.Sweep.Shapes) != 1 || len(got.Sweep.Fleet) != 1 || got.Sweep.Fleet[0].Nodes != 3 {
 		t.Fatalf("plan output %s", a)
 	}
 	table := run(planFlags{out: "table"})
-	for _, want := range []string{"2cpu-EEVDF × 3, variant stock", "<- answer", "fleet: ", "hogs/cpuPerTask ≥ 0.5"} {
+	for _, want := range []string{"2cpu-EEVDF × 3, variant stock", "<- answer", "fleet, stock: ", "hogs/cpuPerTask ≥ 0.5"} {
 		if !strings.Contains(table, want) {
 			t.Errorf("table lacks %q:\n%s", want, table)
 		}

@@ -48,16 +48,17 @@ func TestCapacityPlanSample(t *testing.T) {
 	}
 	e := h.waitCondition(name, v1alpha1.ConditionCompleted, metav1.ConditionTrue, v1alpha1.ReasonSimulated, 10*time.Minute)
 	sw := e.Status.Sweep
-	if sw == nil || len(sw.Shapes) != 2 {
-		t.Fatalf("status.sweep %+v, want the curves of 2 shapes", sw)
+	points := int(experiment.SweepPointCount(exp.Spec.Sweep))
+	if want := 2 * len(exp.Spec.Variants); sw == nil || len(sw.Shapes) != want {
+		t.Fatalf("status.sweep %+v, want %d curves (2 shapes × variants)", sw, want)
 	}
 	for _, s := range sw.Shapes {
-		if len(s.Points) != 112 || s.Reason == "" {
-			t.Errorf("%s: %d points, reason %q; want 112 points and a reason", s.Shape, len(s.Points), s.Reason)
+		if len(s.Points) != points || s.Reason == "" {
+			t.Errorf("%s: %d points, reason %q; want %d points and a reason", s.Shape, len(s.Points), s.Reason, points)
 		}
 	}
-	if sw.Fleet == nil || sw.Fleet.Nodes != 50 || sw.Fleet.Parameter != "web.replicas" {
-		t.Fatalf("fleet %+v, want web.replicas over 50 nodes", sw.Fleet)
+	if len(sw.Fleet) != len(exp.Spec.Variants) || sw.Fleet[0].Nodes != 50 || sw.Fleet[0].Parameter != "web.replicas" {
+		t.Fatalf("fleet %+v, want web.replicas over 50 nodes for each variant", sw.Fleet)
 	}
 	an, ok := h.rec.Analyzer.(analysis.Analyzer)
 	if !ok {

@@ -243,10 +243,10 @@ func betterByObjectives(objs []v1alpha1.Objective, cols []SweepColumn, a, b []fl
 	return false
 }
 
-// fleetAnswer sums the first variant's answer over the shapes, each times
-// its count, when the first parameter counts something per node.
-func fleetAnswer(spec *v1alpha1.SchedExperimentSpec, axes []SweepAxis, shapes []v1alpha1.SweepShapeResult) *v1alpha1.FleetAnswer {
-	if len(axes) == 0 || len(spec.Variants) == 0 {
+// fleetAnswer sums each variant's answer over the shapes, each times its
+// count, when the first parameter counts something per node.
+func fleetAnswer(spec *v1alpha1.SchedExperimentSpec, axes []SweepAxis, shapes []v1alpha1.SweepShapeResult) []v1alpha1.FleetAnswer {
+	if len(axes) == 0 {
 		return nil
 	}
 	switch axes[0].Param.Target {
@@ -254,29 +254,32 @@ func fleetAnswer(spec *v1alpha1.SchedExperimentSpec, axes []SweepAxis, shapes []
 	default:
 		return nil
 	}
-	f := &v1alpha1.FleetAnswer{Parameter: axes[0].Name}
-	first := spec.Variants[0].Name
-	for _, s := range shapes {
-		if s.Variant != first {
-			continue
-		}
-		f.Nodes += int64(s.Count)
-		per := int64(0)
-		if s.Answer != nil {
-			per = s.Answer.At[0]
-		}
-		if axes[0].Param.Target == v1alpha1.SweepTasks {
-			// Tasks are per replica: count every replica's.
-			for _, g := range spec.Workload.Groups {
-				if g.Name == axes[0].Param.Group {
-					per *= int64(g.ReplicaCount())
+	var out []v1alpha1.FleetAnswer
+	for _, v := range spec.Variants {
+		f := v1alpha1.FleetAnswer{Variant: v.Name, Parameter: axes[0].Name}
+		for _, s := range shapes {
+			if s.Variant != v.Name {
+				continue
+			}
+			f.Nodes += int64(s.Count)
+			per := int64(0)
+			if s.Answer != nil {
+				per = s.Answer.At[0]
+			}
+			if axes[0].Param.Target == v1alpha1.SweepTasks {
+				// Tasks are per replica: count every replica's.
+				for _, g := range spec.Workload.Groups {
+					if g.Name == axes[0].Param.Group {
+						per *= int64(g.ReplicaCount())
+					}
 				}
 			}
+			f.Total += per * int64(s.Count)
+			f.PerShape = append(f.PerShape, fmt.Sprintf("%s: %d × %d", s.Shape, per, s.Count))
 		}
-		f.Total += per * int64(s.Count)
-		f.PerShape = append(f.PerShape, fmt.Sprintf("%s: %d × %d", s.Shape, per, s.Count))
+		out = append(out, f)
 	}
-	return f
+	return out
 }
 
 // GroupShapes merges identical node shapes (same CPUs, scheduler, HZ,

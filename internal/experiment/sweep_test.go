@@ -131,8 +131,8 @@ func TestPlanKnownAnswer(t *testing.T) {
 			t.Errorf("2 CPUs, %d hogs: cpuPerTask %.3f, want %.3f", i+1, got, want)
 		}
 	}
-	want := &v1alpha1.FleetAnswer{Parameter: "hogs.replicas", Nodes: 5, Total: 4*3 + 8*2,
-		PerShape: []string{"2cpu-EEVDF: 4 × 3", "4cpu-EEVDF: 8 × 2"}}
+	want := []v1alpha1.FleetAnswer{{Variant: "stock", Parameter: "hogs.replicas", Nodes: 5, Total: 4*3 + 8*2,
+		PerShape: []string{"2cpu-EEVDF: 4 × 3", "4cpu-EEVDF: 8 × 2"}}}
 	if diff := cmp.Diff(want, st.Fleet); diff != "" {
 		t.Errorf("fleet (-want +got):\n%s", diff)
 	}
