@@ -47,8 +47,10 @@ func MetricValue(m *v1alpha1.Metrics, name string) (float64, bool) {
 		}
 		return m.CtxSwitchesPerSec.Involuntary, true
 	}
+	// A summary is present only where the group had wake-ups; its Count
+	// is not checked, since a standard-deviation summary carries none.
 	l := m.WakeupLatencyUs
-	if l == nil || l.Count == 0 {
+	if l == nil {
 		return 0, false
 	}
 	switch name {

@@ -108,7 +108,7 @@ func SimInput(spec *v1alpha1.SchedExperimentSpec, variant int, shape v1alpha1.No
 			LatencyNs:           durNs(k.Latency),
 			MinGranularityNs:    durNs(k.MinGranularity),
 			WakeupGranularityNs: durNs(k.WakeupGranularity),
-			MigrationCostNs:     durNs(k.MigrationCost),
+			MigrationCostNs:     migrationCostNs(k.MigrationCost),
 			Features:            map[string]bool{},
 		},
 		DurationNs: spec.Duration.Nanoseconds(),
@@ -316,6 +316,15 @@ func durNs(d *metav1.Duration) int64 {
 		return 0
 	}
 	return d.Nanoseconds()
+}
+
+// migrationCostNs maps the knob to the simulator's convention: unset is
+// the kernel default (0), an explicit zero is MigrationCostZero.
+func migrationCostNs(d *metav1.Duration) int64 {
+	if d != nil && d.Duration == 0 {
+		return simengine.MigrationCostZero
+	}
+	return durNs(d)
 }
 
 func orDefault(s, def string) string {

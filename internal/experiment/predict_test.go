@@ -1,0 +1,142 @@
+package experiment
+
+import (
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/schedlab/schedlab/internal/simengine"
+)
+
+const weightsYAML = `
+apiVersion: schedlab.io/v1alpha1
+kind: SchedExperiment
+metadata: {name: w}
+spec:
+  mode: Simulate
+  duration: 2s
+  warmup: 500ms
+  variants: [{name: stock}]
+  workload:
+    groups:
+    - {name: w100, cpuWeight: 100, pattern: {type: Hog}}
+    - {name: w200, cpuWeight: 200, pattern: {type: Hog}}
+    - {name: w400, cpuWeight: 400, pattern: {type: Hog}}
+  simulation: {nodes: [{cpus: 1}]}
+`
+
+// The translation must carry cgroup weights into the simulator: on one CPU
+// three hogs in cgroups of weight 100, 200 and 400 get 1/7, 2/7 and 4/7.
+func TestPredictCarriesWeights(t *testing.T) {
+	exp := mustParse(t, weightsYAML)
+	preds, err := Predict(&exp.Spec, exp.Spec.Simulation.Nodes, PredictOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]float64{"w100": 1.0 / 7, "w200": 2.0 / 7, "w400": 4.0 / 7}
+	if len(preds) != 3 {
+		t.Fatalf("got %d predictions, want 3", len(preds))
+	}
+	for _, p := range preds {
+		if d := p.Metrics.CPU - want[p.Group]; d > 0.01 || d < -0.01 {
+			t.Errorf("%s: cpu %.3f, want %.3f", p.Group, p.Metrics.CPU, want[p.Group])
+		}
+	}
+}
+
+// Session groups compete at the root with the agent's parent cgroup, which
+// the translation adds and the results never show.
+func TestSimInputAddsAgentParentBesideSessions(t *testing.T) {
+	exp := mustParse(t, `
+apiVersion: schedlab.io/v1alpha1
+kind: SchedExperiment
+metadata: {name: s}
+spec:
+  mode: Simulate
+  duration: 1s
+  warmup: 200ms
+  variants: [{name: a}]
+  workload:
+    groups:
+    - {name: desk, session: desktop, pattern: {type: Hog}}
+    - {name: pods, pattern: {type: Hog}}
+  simulation: {nodes: [{cpus: 1}]}
+`)
+	in, err := SimInput(&exp.Spec, 0, exp.Spec.Simulation.Nodes[0], PredictOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(in.Groups) != 3 || in.Groups[0].Name != agentParent || in.Groups[2].Parent != agentParent {
+		t.Fatalf("groups = %+v, want the agent parent first and pods under it", in.Groups)
+	}
+	if in.Groups[1].CPUWeight != 0 {
+		t.Errorf("a session group must carry no cgroup weight, got %d", in.Groups[1].CPUWeight)
+	}
+	preds, err := Predict(&exp.Spec, exp.Spec.Simulation.Nodes, PredictOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range preds {
+		if p.Group == agentParent {
+			t.Fatalf("the agent's parent cgroup leaked into the predictions")
+		}
+	}
+}
+
+func TestMigrationCostZeroIsExplicit(t *testing.T) {
+	if got := migrationCostNs(&metav1.Duration{}); got != simengine.MigrationCostZero {
+		t.Errorf("explicit 0 → %d, want MigrationCostZero", got)
+	}
+	if got := migrationCostNs(nil); got != 0 {
+		t.Errorf("unset → %d, want 0 (kernel default)", got)
+	}
+	if got := migrationCostNs(&metav1.Duration{Duration: time.Millisecond}); got != 1e6 {
+		t.Errorf("1ms → %d", got)
+	}
+}
+
+// A variant with a knob the shape's scheduler lacks is unsupported on that
+// shape, as the agent would report it, and the other variants still run.
+func TestPredictUnsupportedKnobPerShape(t *testing.T) {
+	exp := mustParse(t, `
+apiVersion: schedlab.io/v1alpha1
+kind: SchedExperiment
+metadata: {name: u}
+spec:
+  mode: Simulate
+  duration: 1s
+  warmup: 200ms
+  variants:
+  - {name: stock}
+  - {name: short, knobs: {baseSlice: 1ms}}
+  workload:
+    groups: [{name: h, pattern: {type: Hog}}]
+  simulation: {nodes: [{cpus: 1, scheduler: CFS}, {cpus: 1, scheduler: EEVDF}]}
+`)
+	preds, err := Predict(&exp.Spec, exp.Spec.Simulation.Nodes, PredictOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, p := range preds {
+		got[p.Shape+"/"+p.Variant] = p.Unsupported
+	}
+	if got["1cpu-CFS/short"] == "" || got["1cpu-EEVDF/short"] != "" || got["1cpu-CFS/stock"] != "" {
+		t.Fatalf("unsupported per shape/variant = %v", got)
+	}
+}
+
+func TestPredictDeterministic(t *testing.T) {
+	exp := mustParse(t, weightsYAML)
+	a, err := Predict(&exp.Spec, exp.Spec.Simulation.Nodes, PredictOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := Predict(&exp.Spec, exp.Spec.Simulation.Nodes, PredictOptions{})
+	for i := range a {
+		if a[i].Metrics.CPU != b[i].Metrics.CPU {
+			t.Fatalf("same seed, different cpu: %v vs %v", a[i].Metrics.CPU, b[i].Metrics.CPU)
+		}
+	}
+}
