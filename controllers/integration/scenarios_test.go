@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -374,4 +375,26 @@ func TestRealNodeAgentOnAnEmptyRoot(t *testing.T) {
 	}
 	t.Logf("node agent on an empty root: %s", e.Status.Nodes[0].Message)
 	h.eventually(10*time.Second, "locks released", func() (bool, string) { return len(h.leases()) == 0, "" })
+}
+
+// TestWaitsForAReadyNode: with no usable node the experiment says why; a
+// node turning Ready wakes it (the Node watch) and it runs.
+func TestWaitsForAReadyNode(t *testing.T) {
+	h := newHarness(t, harnessOptions{Runner: runners(nil)})
+	node := h.prefix + "-a"
+	h.createNodes(nodeSpec{name: node, notReady: true})
+	name := h.createExperiment("exp", h.experimentSpec())
+	e := h.waitCondition(name, v1alpha1.ConditionNodesLocked, metav1.ConditionFalse, v1alpha1.ReasonNoNodes, 30*time.Second)
+	if msg := meta.FindStatusCondition(e.Status.Conditions, v1alpha1.ConditionNodesLocked).Message; !strings.Contains(msg, node+" NotReady") {
+		t.Errorf("message %q does not say the node is NotReady", msg)
+	}
+	n := &corev1.Node{}
+	if err := k8s.Get(h.ctx, client.ObjectKey{Name: node}, n); err != nil {
+		t.Fatal(err)
+	}
+	n.Status.Conditions[0].Status = corev1.ConditionTrue
+	if err := k8s.Status().Update(h.ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	h.waitCondition(name, v1alpha1.ConditionCompleted, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, 30*time.Second)
 }
