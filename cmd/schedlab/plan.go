@@ -361,8 +361,7 @@ func writePlanReport(dir string, spec *v1alpha1.SchedExperimentSpec, out *PlanOu
 
 // simulateShard is `schedlab simulate --shard i/n`: one deterministic slice
 // of the sweep's jobs (every n-th, from i), printed as JSON for
-// `schedlab plan --merge`. An indexed Job runs it with i from
-// JOB_COMPLETION_INDEX.
+// `schedlab plan --merge`. An Indexed Job runs it as --shard job/n.
 func simulateShard(w io.Writer, file, spec string, sf *shapeFlags) error {
 	i, n, err := parseShard(spec)
 	if err != nil {
@@ -393,13 +392,17 @@ func simulateShard(w io.Writer, file, spec string, sf *shapeFlags) error {
 	return enc.Encode(sh)
 }
 
-// parseShard reads "i/n" (0 <= i < n <= 1000).
+// parseShard reads "i/n" (0 <= i < n <= 1000); "job/n" takes i from
+// JOB_COMPLETION_INDEX, as a pod of an Indexed Job has it.
 func parseShard(s string) (int, int, error) {
 	a, b, ok := strings.Cut(s, "/")
+	if a == "job" {
+		a = os.Getenv("JOB_COMPLETION_INDEX")
+	}
 	i, err1 := strconv.Atoi(a)
 	n, err2 := strconv.Atoi(b)
 	if !ok || err1 != nil || err2 != nil || n < 1 || n > 1000 || i < 0 || i >= n {
-		return 0, 0, fmt.Errorf("--shard %q: write i/n with 0 <= i < n <= 1000, e.g. 0/4", s)
+		return 0, 0, fmt.Errorf("--shard %q: write i/n with 0 <= i < n <= 1000, e.g. 0/4 (or job/n in an Indexed Job)", s)
 	}
 	return i, n, nil
 }

@@ -78,7 +78,11 @@ func TestParseShard(t *testing.T) {
 	if i, n, err := parseShard("2/5"); err != nil || i != 2 || n != 5 {
 		t.Errorf("2/5: %d %d %v", i, n, err)
 	}
-	for _, bad := range []string{"5/5", "-1/3", "1", "a/b", "0/0"} {
+	t.Setenv("JOB_COMPLETION_INDEX", "3")
+	if i, n, err := parseShard("job/4"); err != nil || i != 3 || n != 4 {
+		t.Errorf("job/4 with JOB_COMPLETION_INDEX=3: %d %d %v", i, n, err)
+	}
+	for _, bad := range []string{"5/5", "-1/3", "1", "a/b", "0/0", "job/3"} {
 		if _, _, err := parseShard(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}

@@ -105,7 +105,7 @@ func runSimulate(args []string) int {
 	fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
 	file := fs.String("f", "", "SchedExperiment manifest (YAML or JSON; - for stdin)")
 	out := fs.String("o", "table", "output: table or json")
-	shard := fs.String("shard", "", "i/n: simulate only shard i (0-based) of n of spec.sweep's grid and print JSON for 'schedlab plan --merge'")
+	shard := fs.String("shard", "", "i/n: simulate only shard i (0-based) of n of spec.sweep's grid and print JSON for 'schedlab plan --merge' (job/n: i from JOB_COMPLETION_INDEX)")
 	var sf shapeFlags
 	sf.register(fs)
 	fs.Usage = func() {
