@@ -143,7 +143,7 @@ func answerShape(spec *v1alpha1.SchedExperimentSpec, axes []SweepAxis, cols []Sw
 		kind = spec.Sweep.Answer
 	}
 	pts := res.Points
-	if len(pts) == 0 {
+	if len(pts) == 0 || len(axes) == 0 {
 		return
 	}
 	if kind == v1alpha1.SweepBest {
@@ -203,11 +203,11 @@ func answerShape(spec *v1alpha1.SchedExperimentSpec, axes []SweepAxis, cols []Sw
 	a := pts[bestIdx]
 	res.Answer = &a
 	if bestBreak == "" {
-		edge := "upper"
+		edge := "up to the sweep's upper"
 		if kind == v1alpha1.SweepSmallest {
-			edge = "lower"
+			edge = "down to the sweep's lower"
 		}
-		res.Reason = fmt.Sprintf("every point up to the sweep's %s end meets the constraints: extend the range to find the limit", edge)
+		res.Reason = fmt.Sprintf("every point %s end meets the constraints: extend the range to find the limit", edge)
 	} else {
 		res.Reason = bestBreak
 	}
