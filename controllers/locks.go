@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -100,6 +101,14 @@ func (r *SchedExperimentReconciler) lockNodes(ctx context.Context, s *scope) err
 			return err
 		}
 		if err := r.Client.Create(ctx, l); err != nil {
+			if apierrors.IsAlreadyExists(err) {
+				// Taken since the cache was read (by us or another
+				// experiment): look again once the cache has it.
+				s.log.V(1).Info("Node lock appeared meanwhile; rechecking", "node", node)
+				s.requeueIn(time.Second)
+				s.stop = true
+				return nil
+			}
 			return fmt.Errorf("creating Lease %s: %w", l.Name, err)
 		}
 	}
