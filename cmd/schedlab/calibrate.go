@@ -11,6 +11,10 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
 	"github.com/schedlab/schedlab/api/v1alpha1"
 	"github.com/schedlab/schedlab/internal/experiment"
 	"github.com/schedlab/schedlab/internal/simengine"
@@ -37,6 +41,8 @@ func runCalibrate(args []string) int {
 	format := fs.String("output", "table", "what to print: table or json")
 	duration := fs.Duration("duration", 0, fmt.Sprintf("simulated window of each candidate (default %s)", experiment.DefaultSweepWindow))
 	seed := fs.Int64("seed", -1, "simulator seed (overrides spec.simulation.seed)")
+	cmFile := fs.String("configmap", "", "also write the fit as a ConfigMap manifest to this file, for 'kubectl apply -f' (the controller reads it for the shape's predictions)")
+	cmNamespace := fs.String("namespace", "schedlab-system", "namespace of the ConfigMap: the operator's")
 	check := fs.String("check", "", "calibration file to check instead of fitting: print the error of the measurements without and with its calibration for the shape")
 	fs.Usage = func() {
 		fmt.Fprintln(os.Stderr, "Usage: schedlab calibrate -f EXPERIMENT.yaml --measured RUN.json [-f … --measured …] [-o CALIBRATION.json] [--output table|json]")
@@ -52,7 +58,8 @@ func runCalibrate(args []string) int {
 		s := uint64(*seed)
 		opts.Seed = &s
 	}
-	if err := calibrate(ctx, os.Stdout, files, measured, *outFile, *format, *check, opts); err != nil {
+	out := calibrateOutputs{file: *outFile, configMap: *cmFile, namespace: *cmNamespace, format: *format}
+	if err := calibrate(ctx, os.Stdout, files, measured, out, *check, opts); err != nil {
 		fmt.Fprintln(os.Stderr, "schedlab calibrate:", err)
 		return 1
 	}
@@ -65,7 +72,13 @@ type CalibrateOutput struct {
 	Saved *v1alpha1.ShapeCalibration `json:"saved"`
 }
 
-func calibrate(ctx context.Context, w io.Writer, files, measured []string, outFile, format, check string, opts experiment.CalibrateOptions) error {
+// calibrateOutputs says where a fit goes.
+type calibrateOutputs struct {
+	file, configMap, namespace, format string
+}
+
+func calibrate(ctx context.Context, w io.Writer, files, measured []string, out calibrateOutputs, check string, opts experiment.CalibrateOptions) error {
+	outFile, format := out.file, out.format
 	if len(files) == 0 || len(files) != len(measured) {
 		return fmt.Errorf("give -f EXPERIMENT.yaml and --measured RUN.json in pairs (%d -f, %d --measured)", len(files), len(measured))
 	}
@@ -112,6 +125,11 @@ func calibrate(ctx context.Context, w io.Writer, files, measured []string, outFi
 			return err
 		}
 	}
+	if out.configMap != "" {
+		if err := writeCalibrationConfigMap(out.configMap, out.namespace, saved); err != nil {
+			return err
+		}
+	}
 	if format == "json" {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
@@ -130,6 +148,9 @@ func calibrate(ctx context.Context, w io.Writer, files, measured []string, outFi
 		100*fit.CPUErrorBefore, 100*fit.CPUErrorAfter)
 	if outFile != "" {
 		fmt.Fprintf(w, "\nwritten to %s: use it with 'schedlab plan --calibration %s'\n", outFile, outFile)
+	}
+	if out.configMap != "" {
+		fmt.Fprintf(w, "ConfigMap manifest written to %s: 'kubectl apply -f %s' and the controller uses the fit for %s\n", out.configMap, out.configMap, fit.Shape)
 	}
 	return nil
 }
@@ -158,4 +179,27 @@ func checkCalibration(ctx context.Context, w io.Writer, shape v1alpha1.NodeShape
 	fmt.Fprintf(w, "%s, %d row × metric pairs: prediction error %.1f%% without calibration, %.1f%% with %s (cpu alone: %.1f%% -> %.1f%%)\n",
 		name, after.Samples, 100*before.Mean, 100*after.Mean, file, 100*before.CPU, 100*after.CPU)
 	return nil
+}
+
+// writeCalibrationConfigMap writes the ConfigMap the controller reads a
+// shape's calibration from.
+func writeCalibrationConfigMap(path, namespace string, c v1alpha1.ShapeCalibration) error {
+	data, err := experiment.CalibrationConfigMapData(c)
+	if err != nil {
+		return err
+	}
+	cm := corev1.ConfigMap{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      experiment.CalibrationConfigMapName(c.Shape),
+			Namespace: namespace,
+			Labels:    map[string]string{"app.kubernetes.io/part-of": "schedlab"},
+		},
+		Data: data,
+	}
+	b, err := yaml.Marshal(cm)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o644)
 }

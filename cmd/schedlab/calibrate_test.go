@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/schedlab/schedlab/api/v1alpha1"
+	"github.com/schedlab/schedlab/internal/experiment"
+)
+
+const calibHogsSpec = `
+apiVersion: schedlab.io/v1alpha1
+kind: SchedExperiment
+metadata: {name: calib-hogs}
+spec:
+  nodeSelector: {matchLabels: {a: b}}
+  duration: 1s
+  warmup: 200ms
+  variants: [{name: stock}]
+  workload:
+    groups:
+    - {name: hogs, tasks: 2, pattern: {type: Hog}}
+`
+
+// schedlab calibrate reads a 'schedlab run' report, fits the background
+// load that took 5% of two hogs' CPU, and writes the calibration file and
+// a ConfigMap manifest the controller can read.
+func TestCalibrateCommand(t *testing.T) {
+	dir := t.TempDir()
+	spec := filepath.Join(dir, "hogs.yaml")
+	if err := os.WriteFile(spec, []byte(calibHogsSpec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep := experiment.Report{Variants: []experiment.VariantReport{{
+		Name: "stock", Node: experiment.NodeReport{CPUs: 2, Scheduler: "EEVDF"},
+		Groups: []experiment.GroupReport{{Name: "hogs", Tasks: 2,
+			Measured: &v1alpha1.MeasuredMetrics{Metrics: v1alpha1.Metrics{CPU: 1.9, CPUPerTask: 0.95, Share: 1}, N: 3}}},
+	}}}
+	b, _ := json.Marshal(rep)
+	run := filepath.Join(dir, "run.json")
+	if err := os.WriteFile(run, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := calibrateOutputs{file: filepath.Join(dir, "cal.json"), configMap: filepath.Join(dir, "cm.yaml"), namespace: "ops", format: "table"}
+	var printed strings.Builder
+	if err := calibrate(context.Background(), &printed, []string{spec}, []string{run}, out, "", experiment.CalibrateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(printed.String(), "5.3% before, 0.0% after") {
+		t.Errorf("output lacks the error before and after:\n%s", printed.String())
+	}
+	f, err := experiment.LoadCalibrationFile(out.file)
+	if err != nil || len(f.Shapes) != 1 || f.Shapes[0].Shape != "2cpu-EEVDF" || math.Abs(f.Shapes[0].BackgroundLoad-0.05) > 0.005 {
+		t.Fatalf("calibration file %+v, %v; want 2cpu-EEVDF with backgroundLoad 0.05", f, err)
+	}
+	raw, err := os.ReadFile(out.configMap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cm struct {
+		Metadata struct{ Name, Namespace string }
+		Data     map[string]string
+	}
+	if err := yaml.Unmarshal(raw, &cm); err != nil {
+		t.Fatal(err)
+	}
+	c, err := experiment.ParseCalibrationConfigMap(cm.Data)
+	if err != nil || cm.Metadata.Name != "schedlab-calibration-2cpu-eevdf" || cm.Metadata.Namespace != "ops" || c != f.Shapes[0] {
+		t.Errorf("ConfigMap %s/%s %+v (%v), want the file's calibration", cm.Metadata.Namespace, cm.Metadata.Name, c, err)
+	}
+	var checked strings.Builder
+	if err := calibrate(context.Background(), &checked, []string{spec}, []string{run}, calibrateOutputs{format: "table"}, out.file, experiment.CalibrateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(checked.String(), "5.3% without calibration, 0.0% with") {
+		t.Errorf("--check output: %s", checked.String())
+	}
+	if err := calibrate(context.Background(), io.Discard, []string{spec}, nil, calibrateOutputs{format: "table"}, "", experiment.CalibrateOptions{}); err == nil {
+		t.Errorf("-f without --measured accepted")
+	}
+}
