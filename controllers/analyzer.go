@@ -15,11 +15,22 @@ type Analyzer interface {
 	// ShapeForKernel is the simulator's shape of a node with cpus CPUs
 	// running kernelVersion.
 	ShapeForKernel(cpus int32, kernelVersion string) v1alpha1.NodeShape
-	// Analyze predicts for shapes and, when runs are given, aggregates the
-	// measurements of runs and compares them with the predictions. With no
-	// runs (mode Simulate) the results carry predictions only. nodeShapes
-	// names the shape of each run's node.
-	Analyze(ctx context.Context, spec *v1alpha1.SchedExperimentSpec, shapes []v1alpha1.NodeShape, runs []v1alpha1.NodeRun, nodeShapes map[string]string) (*Analysis, error)
+	// Analyze predicts for the shapes and, when runs are given, aggregates
+	// their measurements and compares them with the predictions. With no
+	// runs (mode Simulate) the results carry predictions only.
+	Analyze(ctx context.Context, in AnalyzeInput) (*Analysis, error)
+}
+
+// AnalyzeInput is what Analyze works on.
+type AnalyzeInput struct {
+	Spec   *v1alpha1.SchedExperimentSpec
+	Shapes []v1alpha1.NodeShape
+	// Runs are the measured NodeRuns (none in mode Simulate).
+	Runs []v1alpha1.NodeRun
+	// NodeShapes names the shape of each run's node.
+	NodeShapes map[string]string
+	// Calibration of the simulator per shape, where one is stored.
+	Calibration []v1alpha1.ShapeCalibration
 }
 
 // Analysis is what Analyze found.

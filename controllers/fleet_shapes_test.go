@@ -19,9 +19,9 @@ type shapeRecorder struct {
 	shapes []v1alpha1.NodeShape
 }
 
-func (a *shapeRecorder) Analyze(ctx context.Context, spec *v1alpha1.SchedExperimentSpec, shapes []v1alpha1.NodeShape, runs []v1alpha1.NodeRun, ns map[string]string) (*Analysis, error) {
-	a.shapes = shapes
-	return a.stubAnalyzer.Analyze(ctx, spec, shapes, runs, ns)
+func (a *shapeRecorder) Analyze(ctx context.Context, in AnalyzeInput) (*Analysis, error) {
+	a.shapes = in.Shapes
+	return a.stubAnalyzer.Analyze(ctx, in)
 }
 
 // A Simulate experiment over selected nodes predicts each distinct shape

@@ -160,6 +160,7 @@ func (r *SchedExperimentReconciler) abortStaleGeneration(ctx context.Context, s 
 	s.status.BestVariant, s.status.BestVariantReason, s.status.PredictionError = "", "", ""
 	s.status.StartTime, s.status.CompletionTime = nil, nil
 	s.status.Sweep = nil
+	s.status.Calibration = nil
 	for _, t := range []string{v1alpha1.ConditionCompleted, v1alpha1.ConditionDegraded, v1alpha1.ConditionFailed, v1alpha1.ConditionNodesLocked} {
 		meta.RemoveStatusCondition(&s.status.Conditions, t)
 	}
@@ -207,10 +208,15 @@ func (r *SchedExperimentReconciler) simulate(ctx context.Context, s *scope) erro
 	} else {
 		shapes = r.distinctShapes(s, s.chosen, nil)
 	}
-	an, err := r.Analyzer.Analyze(ctx, &s.exp.Spec, shapes, nil, nil)
+	cals, err := r.calibrations(ctx, s, shapes)
+	if err != nil {
+		return err
+	}
+	an, err := r.Analyzer.Analyze(ctx, AnalyzeInput{Spec: &s.exp.Spec, Shapes: shapes, Calibration: cals})
 	if err != nil {
 		return fmt.Errorf("predicting: %w", err)
 	}
+	s.status.Calibration = cals
 	s.status.Results = an.Results
 	s.status.Sweep = an.Sweep
 	s.status.BestVariant, s.status.BestVariantReason = an.BestVariant, an.BestVariantReason
@@ -442,10 +448,15 @@ func (r *SchedExperimentReconciler) complete(ctx context.Context, s *scope) erro
 	}
 	// Predictions only for the shapes something was measured on.
 	shapes := r.distinctShapes(s, measuredNodes, runs)
-	an, err := r.Analyzer.Analyze(ctx, &s.exp.Spec, shapes, measured, nodeShapes)
+	cals, err := r.calibrations(ctx, s, shapes)
+	if err != nil {
+		return err
+	}
+	an, err := r.Analyzer.Analyze(ctx, AnalyzeInput{Spec: &s.exp.Spec, Shapes: shapes, Runs: measured, NodeShapes: nodeShapes, Calibration: cals})
 	if err != nil {
 		return fmt.Errorf("analyzing %d NodeRuns: %w", len(measured), err)
 	}
+	s.status.Calibration = cals
 	s.status.Results = an.Results
 	s.status.PredictionError = an.PredictionError
 	s.status.BestVariant, s.status.BestVariantReason = an.BestVariant, an.BestVariantReason

@@ -50,7 +50,8 @@ func (a *stubAnalyzer) ShapeForKernel(cpus int32, kernel string) v1alpha1.NodeSh
 	return v1alpha1.NodeShape{CPUs: cpus, Scheduler: fam}
 }
 
-func (a *stubAnalyzer) Analyze(_ context.Context, spec *v1alpha1.SchedExperimentSpec, shapes []v1alpha1.NodeShape, runs []v1alpha1.NodeRun, _ map[string]string) (*Analysis, error) {
+func (a *stubAnalyzer) Analyze(_ context.Context, in AnalyzeInput) (*Analysis, error) {
+	spec, shapes := in.Spec, in.Shapes
 	a.calls++
 	if a.err != nil {
 		return nil, a.err

@@ -127,6 +127,7 @@ func runManager(args []string) int {
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			&appsv1.DaemonSet{}:     {Namespaces: inNamespace},
 			&coordinationv1.Lease{}: {Namespaces: inNamespace},
+			&corev1.ConfigMap{}:     {Namespaces: inNamespace},
 		}},
 	})
 	if err != nil {

@@ -29,10 +29,15 @@ func (Analyzer) ShapeForKernel(cpus int32, kernelVersion string) v1alpha1.NodeSh
 // measured ones over all nodes, and their predictions are weighted by the
 // number of measured nodes of each shape; without, there is one predicted
 // row per shape × variant × group.
-func (a Analyzer) Analyze(ctx context.Context, spec *v1alpha1.SchedExperimentSpec, shapes []v1alpha1.NodeShape, runs []v1alpha1.NodeRun, nodeShapes map[string]string) (*controllers.Analysis, error) {
-	sp := spec.DeepCopy()
+func (a Analyzer) Analyze(ctx context.Context, in controllers.AnalyzeInput) (*controllers.Analysis, error) {
+	sp := in.Spec.DeepCopy()
 	experiment.Default(sp)
-	preds, err := experiment.Predict(sp, shapes, a.Options)
+	shapes, runs, nodeShapes := in.Shapes, in.Runs, in.NodeShapes
+	opts := a.Options
+	if len(in.Calibration) > 0 {
+		opts.Calibration = experiment.CalibrationMap(in.Calibration)
+	}
+	preds, err := experiment.Predict(sp, shapes, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -48,7 +53,7 @@ func (a Analyzer) Analyze(ctx context.Context, spec *v1alpha1.SchedExperimentSpe
 		}
 		out.BestVariant, out.BestVariantReason = experiment.BestVariant(sp, out.Results)
 		if sp.Sweep != nil {
-			sw, err := experiment.Plan(ctx, sp, shapes, experiment.SweepOptions{PredictOptions: a.Options})
+			sw, err := experiment.Plan(ctx, sp, shapes, experiment.SweepOptions{PredictOptions: opts})
 			if err != nil {
 				return nil, err
 			}

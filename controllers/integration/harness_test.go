@@ -142,6 +142,7 @@ func newHarness(t testing.TB, o harnessOptions) *harness {
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			&appsv1.DaemonSet{}:     {Namespaces: inNS},
 			&coordinationv1.Lease{}: {Namespaces: inNS},
+			&corev1.ConfigMap{}:     {Namespaces: inNS},
 		}},
 	})
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/schedlab/schedlab/controllers"
 	"github.com/schedlab/schedlab/controllers/agent"
 	"github.com/schedlab/schedlab/controllers/names"
+	"github.com/schedlab/schedlab/internal/experiment"
 	"github.com/schedlab/schedlab/internal/nodeagent"
 )
 
@@ -397,4 +398,36 @@ func TestWaitsForAReadyNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.waitCondition(name, v1alpha1.ConditionCompleted, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, 30*time.Second)
+}
+
+// TestCalibrationFromConfigMap: the calibration stored for a shape in the
+// operator's namespace is used by the predictions and shown in the status.
+func TestCalibrationFromConfigMap(t *testing.T) {
+	h := newHarness(t, harnessOptions{})
+	cal := v1alpha1.ShapeCalibration{Shape: "4cpu-EEVDF", WakeupOverheadNs: 50_000, ErrorBefore: "30.0%", ErrorAfter: "5.0%"}
+	data, err := experiment.CalibrationConfigMapData(cal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmName := experiment.CalibrationConfigMapName("4cpu-EEVDF")
+	if err := k8s.Create(h.ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: cmName}, Data: data}); err != nil {
+		t.Fatal(err)
+	}
+	h.createNodes(nodeSpec{name: h.prefix + "-a", cpus: 4}, nodeSpec{name: h.prefix + "-b", cpus: 8})
+	spec := h.experimentSpec()
+	spec.Mode = v1alpha1.ModeSimulate
+	name := h.createExperiment("exp", spec)
+	e := h.waitCondition(name, v1alpha1.ConditionCompleted, metav1.ConditionTrue, v1alpha1.ReasonSimulated, time.Minute)
+	if len(e.Status.Calibration) != 1 || e.Status.Calibration[0].ConfigMap != cmName || e.Status.Calibration[0].WakeupOverheadNs != 50_000 {
+		t.Fatalf("status.calibration %+v, want the 4cpu-EEVDF ConfigMap's", e.Status.Calibration)
+	}
+	var p99 float64
+	for _, r := range e.Status.Results {
+		if r.Shape == "4cpu-EEVDF" && r.Group == "probe" && r.Variant == "baseline" && r.Predicted != nil && r.Predicted.WakeupLatencyUs != nil {
+			p99 = r.Predicted.WakeupLatencyUs.P99
+		}
+	}
+	if p99 < 45 {
+		t.Errorf("calibrated p99 wakeup latency %vµs, want about the 50µs wake-up overhead or more", p99)
+	}
 }
