@@ -186,6 +186,15 @@ func testMeasure(t *testing.T, l *lab.Lab) {
 		time.Sleep(20 * time.Second)
 	}
 	logResults(t, got)
+	out, err := l.Kubectl(ctx, nil, "get", "schedexperiments", exp.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("kubectl get schedexperiments:\n%s", out)
+	if f := strings.Fields(string(out)); len(f) < 9 || !slices.Equal(f[:4], []string{"NAME", "MODE", "NODES", "BEST"}) ||
+		!slices.Contains(f, "Measure") || !slices.Contains(f, "1/1") {
+		t.Errorf("kubectl get schedexperiments does not show the printer columns (NAME MODE NODES BEST ...) with Measure and 1/1")
+	}
 
 	for _, c := range []string{v1alpha1.ConditionDegraded, v1alpha1.ConditionFailed} {
 		if meta.IsStatusConditionTrue(got.Status.Conditions, c) {
@@ -237,7 +246,7 @@ func testMeasure(t *testing.T, l *lab.Lab) {
 
 	// The machine as it was: every check, with a grace period for processes to be reaped.
 	var after hostState
-	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		after = readHostState(t)
 		return after.autogroup == before.autogroup && len(after.newCgroups(before, exp.Name)) == 0 && len(after.procs) == 0, nil
 	})
