@@ -10,14 +10,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/schedlab/schedlab/api/v1alpha1"
 	"github.com/schedlab/schedlab/controllers/names"
 )
-
-var klogLogger = klog.Background()
 
 // lockNodes takes a Lease per chosen node, all or nothing: when another
 // experiment holds one of them the experiment waits, naming the holder, and

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/schedlab/schedlab/api/v1alpha1"
@@ -115,7 +116,7 @@ func nodeReady(n *corev1.Node) bool {
 
 func tolerates(tolerations []corev1.Toleration, t *corev1.Taint) bool {
 	for i := range tolerations {
-		if tolerations[i].ToleratesTaint(klogLogger, t, false) {
+		if tolerations[i].ToleratesTaint(klog.Background(), t, false) {
 			return true
 		}
 	}

@@ -11,7 +11,6 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/schedlab/schedlab/api/v1alpha1"
@@ -217,4 +216,3 @@ func mean(xs []float64) float64 {
 	return s / float64(len(xs))
 }
 
-var _ client.Object = &v1alpha1.NodeRun{}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	"github.com/schedlab/schedlab/api/v1alpha1"
 )
@@ -171,4 +170,3 @@ func stddev(xs []float64) float64 {
 	return math.Sqrt(s / float64(len(xs)-1))
 }
 
-var _ = ptr.To[int32]

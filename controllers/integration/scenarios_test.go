@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/schedlab/schedlab/api/v1alpha1"
-	"github.com/schedlab/schedlab/controllers"
 	"github.com/schedlab/schedlab/controllers/agent"
 	"github.com/schedlab/schedlab/controllers/names"
 	"github.com/schedlab/schedlab/internal/experiment"
@@ -277,7 +276,6 @@ func TestSimulate(t *testing.T) {
 	}
 }
 
-var _ = controllers.Config{}
 
 // TestSimulateSweep: a Simulate experiment with a sweep gets its curve and
 // answer in status.sweep.
