@@ -169,4 +169,3 @@ func stddev(xs []float64) float64 {
 	}
 	return math.Sqrt(s / float64(len(xs)-1))
 }
-

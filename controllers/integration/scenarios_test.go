@@ -276,7 +276,6 @@ func TestSimulate(t *testing.T) {
 	}
 }
 
-
 // TestSimulateSweep: a Simulate experiment with a sweep gets its curve and
 // answer in status.sweep.
 func TestSimulateSweep(t *testing.T) {
