@@ -327,7 +327,21 @@ func (r *SchedExperimentReconciler) ensureNodeRuns(ctx context.Context, s *scope
 		if err := controllerutil.SetControllerReference(s.exp, nr, r.Client.Scheme()); err != nil {
 			return err
 		}
-		if err := r.Client.Create(ctx, nr); err != nil && !apierrors.IsAlreadyExists(err) {
+		err := r.Client.Create(ctx, nr)
+		if apierrors.IsAlreadyExists(err) {
+			// Ours, not yet in the cache; or another experiment's whose
+			// name and node join to the same name ("a-b" on "c", "a" on
+			// "b-c"): then this node cannot run and will time out, saying why.
+			other := &v1alpha1.NodeRun{}
+			if gerr := r.Client.Get(ctx, client.ObjectKeyFromObject(nr), other); gerr == nil && other.Spec.ExperimentName != s.exp.Name {
+				if s.nameTaken == nil {
+					s.nameTaken = map[string]string{}
+				}
+				s.nameTaken[node] = fmt.Sprintf("the NodeRun name %s is taken by experiment %s", nr.Name, other.Spec.ExperimentName)
+			}
+			continue
+		}
+		if err != nil {
 			return fmt.Errorf("creating NodeRun %s: %w", nr.Name, err)
 		}
 		s.log.V(2).Info("Created NodeRun", "noderun", nr.Name, "node", node)
@@ -373,9 +387,14 @@ func (r *SchedExperimentReconciler) trackProgress(_ context.Context, s *scope) e
 			}
 			p.StepsDone, p.StepsTotal, p.Message = nr.Status.StepsDone, nr.Status.StepsTotal, truncate(nr.Status.Message, 1024)
 		}
+		if why, taken := s.nameTaken[node]; taken {
+			p.Message = why
+		}
 		if !p.Phase.Finished() && !s.now.Time.Before(deadline) {
 			p.Phase = v1alpha1.NodeRunTimedOut
-			p.Message = fmt.Sprintf("no result within %s of the start (%s)", r.budget(&s.exp.Spec), s.status.StartTime.UTC().Format(time.RFC3339))
+			if _, taken := s.nameTaken[node]; !taken {
+				p.Message = fmt.Sprintf("no result within %s of the start (%s)", r.budget(&s.exp.Spec), s.status.StartTime.UTC().Format(time.RFC3339))
+			}
 			s.event(corev1.EventTypeWarning, "NodeTimedOut", "Track", fmt.Sprintf("Node %s timed out: %s", node, p.Message))
 		}
 		if p.Phase.Finished() {

@@ -71,6 +71,8 @@ type scope struct {
 	leases []coordinationv1.Lease  // node Leases held by the experiment
 	nodes  map[string]*corev1.Node // chosen nodes by name (absent when deleted)
 	chosen []string                // chosen node names, sorted
+	// nameTaken: nodes whose NodeRun name another experiment's NodeRun has.
+	nameTaken map[string]string
 
 	requeueAfter time.Duration  // 0: no time-based requeue needed
 	stop         bool           // later phases are skipped

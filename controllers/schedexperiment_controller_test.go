@@ -373,3 +373,18 @@ func TestNames(t *testing.T) {
 		t.Errorf("split %q %q %v", exp, uid, ok)
 	}
 }
+
+func TestNodeRunNameTakenByAnotherExperiment(t *testing.T) {
+	// Experiment "x-n" on node "1" and experiment "x" on node "n-1" both
+	// name their NodeRun "x-n-1".
+	other := &v1alpha1.NodeRun{ObjectMeta: metav1.ObjectMeta{Name: "x-n-1"},
+		Spec: v1alpha1.NodeRunSpec{ExperimentName: "x-n", ExperimentGeneration: 1, NodeName: "1"}}
+	f := newFixture(t, interceptor.Funcs{}, testExperiment("x", true), readyNode("n-1"), other)
+	if _, err := f.reconcile(t, "x"); err != nil {
+		t.Fatal(err)
+	}
+	got := f.get(t, "x").Status.Nodes
+	if len(got) != 1 || got[0].Message != "the NodeRun name x-n-1 is taken by experiment x-n" {
+		t.Errorf("nodes %+v, want the taken name explained", got)
+	}
+}
