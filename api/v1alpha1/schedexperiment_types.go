@@ -73,7 +73,7 @@ type SchedExperimentSpec struct {
 	// +required
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
 	Duration metav1.Duration `json:"duration"`
 
 	// warmup runs the workload before the window opens; it is not measured.
@@ -81,7 +81,7 @@ type SchedExperimentSpec struct {
 	// +kubebuilder:default="1s"
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
 	Warmup *metav1.Duration `json:"warmup,omitempty"`
 
 	// repetitions of the whole variant list; variants are interleaved
@@ -199,7 +199,7 @@ type Knobs struct {
 	// +optional
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('100us') && duration(self) <= duration('100ms')",message="baseSlice must be between 100us and 100ms"
 	BaseSlice *metav1.Duration `json:"baseSlice,omitempty"`
 
@@ -207,7 +207,7 @@ type Knobs struct {
 	// +optional
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('100us') && duration(self) <= duration('1s')",message="latency must be between 100us and 1s"
 	Latency *metav1.Duration `json:"latency,omitempty"`
 
@@ -215,7 +215,7 @@ type Knobs struct {
 	// +optional
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('100us') && duration(self) <= duration('100ms')",message="minGranularity must be between 100us and 100ms"
 	MinGranularity *metav1.Duration `json:"minGranularity,omitempty"`
 
@@ -223,7 +223,7 @@ type Knobs struct {
 	// +optional
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
 	// +kubebuilder:validation:XValidation:rule="duration(self) <= duration('1s')",message="wakeupGranularity must be at most 1s"
 	WakeupGranularity *metav1.Duration `json:"wakeupGranularity,omitempty"`
 
@@ -231,7 +231,7 @@ type Knobs struct {
 	// +optional
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
 	// +kubebuilder:validation:XValidation:rule="duration(self) <= duration('100ms')",message="migrationCost must be at most 100ms"
 	MigrationCost *metav1.Duration `json:"migrationCost,omitempty"`
 
@@ -350,7 +350,7 @@ type Group struct {
 	// +optional
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1ms') && duration(self) <= duration('1s')",message="cpuMaxPeriod must be between 1ms and 1s"
 	CPUMaxPeriod *metav1.Duration `json:"cpuMaxPeriod,omitempty"`
 
@@ -373,7 +373,7 @@ type Group struct {
 	// +optional
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('100us') && duration(self) <= duration('100ms')",message="slice must be between 100us and 100ms"
 	Slice *metav1.Duration `json:"slice,omitempty"`
 
@@ -433,7 +433,7 @@ type Pattern struct {
 	// +optional
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1us') && duration(self) <= duration('1s')",message="run must be between 1us and 1s"
 	Run *metav1.Duration `json:"run,omitempty"`
 
@@ -441,7 +441,7 @@ type Pattern struct {
 	// +optional
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('100us') && duration(self) <= duration('10s')",message="period must be between 100us and 10s"
 	Period *metav1.Duration `json:"period,omitempty"`
 
@@ -449,7 +449,7 @@ type Pattern struct {
 	// +optional
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('50us') && duration(self) <= duration('1s')",message="interval must be between 50us and 1s"
 	Interval *metav1.Duration `json:"interval,omitempty"`
 
@@ -457,7 +457,7 @@ type Pattern struct {
 	// +optional
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('10us') && duration(self) <= duration('10s')",message="meanRun must be between 10us and 10s"
 	MeanRun *metav1.Duration `json:"meanRun,omitempty"`
 
@@ -465,7 +465,7 @@ type Pattern struct {
 	// +optional
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('10us') && duration(self) <= duration('10s')",message="meanSleep must be between 10us and 10s"
 	MeanSleep *metav1.Duration `json:"meanSleep,omitempty"`
 }

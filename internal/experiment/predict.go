@@ -107,7 +107,7 @@ func SimInput(spec *v1alpha1.SchedExperimentSpec, variant int, shape v1alpha1.No
 			BaseSliceNs:         durNs(k.BaseSlice),
 			LatencyNs:           durNs(k.Latency),
 			MinGranularityNs:    durNs(k.MinGranularity),
-			WakeupGranularityNs: durNs(k.WakeupGranularity),
+			WakeupGranularityNs: wakeupGranularityNs(k.WakeupGranularity),
 			MigrationCostNs:     migrationCostNs(k.MigrationCost),
 			Features:            map[string]bool{},
 		},
@@ -323,6 +323,16 @@ func durNs(d *metav1.Duration) int64 {
 func migrationCostNs(d *metav1.Duration) int64 {
 	if d != nil && d.Duration == 0 {
 		return simengine.MigrationCostZero
+	}
+	return durNs(d)
+}
+
+// wakeupGranularityNs maps an explicit zero, which the simulator would read
+// as "the default", to 1 ns: a granularity no wakeup can fall short of,
+// so the same as the kernel's zero.
+func wakeupGranularityNs(d *metav1.Duration) int64 {
+	if d != nil && d.Duration == 0 {
+		return 1
 	}
 	return durNs(d)
 }

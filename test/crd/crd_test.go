@@ -132,3 +132,28 @@ func expected(t *testing.T, path string) string {
 	t.Fatalf("%s has no '# expect-api:' line", path)
 	return ""
 }
+
+// Go clients write sub-millisecond durations as "500µs" (time.Duration's
+// String): the schema must accept what metav1.Duration marshals.
+func TestGoDurationsAccepted(t *testing.T) {
+	dir := t.TempDir()
+	f := filepath.Join(dir, "micro.yaml")
+	manifest := `apiVersion: schedlab.io/v1alpha1
+kind: SchedExperiment
+metadata: {name: micro-durations}
+spec:
+  mode: Simulate
+  duration: 1.5s
+  warmup: 500ms
+  variants: [{name: a, knobs: {baseSlice: 750µs}}]
+  workload:
+    groups: [{name: p, slice: 500µs, pattern: {type: LatencyProbe, interval: 250µs}}]
+  simulation: {nodes: [{cpus: 2}]}
+`
+	if err := os.WriteFile(f, []byte(manifest), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := applyDryRun(t, f); err != nil {
+		t.Fatalf("refused µs durations: %v\n%s", err, out)
+	}
+}
