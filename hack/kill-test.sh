@@ -52,17 +52,17 @@ before=$(state)
 fail=0
 for i in $(seq 1 "$trials"); do
   sd=$work/state-$i run=kill-$$-$i
-  "$bin" run -f "$work/exp.yaml" --wait 1m --state-dir "$sd" --run-id "$run" -o json >"$work/out-$i" 2>&1 &
+  "$bin" run -f "$work/exp.yaml" --wait 5m --state-dir "$sd" --run-id "$run" -o json >"$work/out-$i" 2>&1 &
   pid=$!
   delay=$(awk -v s=$RANDOM 'BEGIN{srand(s); printf "%.2f", rand()*4}')
   sleep "$delay"
   kill -KILL "$pid" 2>/dev/null || true
   wait "$pid" 2>/dev/null || true
   journal=no; [ -e "$sd/journal.json" ] && journal=yes
-  if ! "$bin" run --restore-only --wait 1m --state-dir "$sd" 2>"$work/restore-$i"; then
+  if ! "$bin" run --restore-only --wait 5m --state-dir "$sd" 2>"$work/restore-$i"; then
     echo "trial $i: restore failed:"; cat "$work/restore-$i"; fail=1
     trap - EXIT; echo "keeping $work (journals in its state-* directories)"
-    sleep 1; "$bin" run --restore-only --state-dir "$sd" || true  # second chance, so the machine is not left changed
+    sleep 1; "$bin" run --restore-only --wait 5m --state-dir "$sd" || true  # second chance, so the machine is not left changed
   fi
   after=$(state)
   left=$(workers "$run")
