@@ -34,6 +34,7 @@ import (
 // +kubebuilder:rbac:groups=apps,namespace=schedlab-system,resources=daemonsets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=coordination.k8s.io,namespace=schedlab-system,resources=leases,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=core,namespace=schedlab-system,resources=events,verbs=create;patch
 
 // SchedExperimentReconciler runs SchedExperiments: it selects and locks
 // nodes, deploys the agents and their NodeRuns, aggregates what the agents
