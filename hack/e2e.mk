@@ -22,8 +22,13 @@ docker-push: ## Push the image $(IMG).
 ##@ Helm chart
 
 .PHONY: helm
-helm: ## Build helm (pinned in hack/helm/go.mod) into bin/helm.
+helm: $(HELM) ## Build helm (pinned in hack/helm/go.mod) into bin/helm.
+
+$(HELM): hack/helm/go.mod hack/helm/go.sum hack/helm/build.sh
 	bash hack/helm/build.sh $(HELM)
+
+# The tests run helm lint and helm template (test/e2e).
+test: helm
 
 # `make manifests` also regenerates the chart's copy of the RBAC rules.
 manifests: chart-rbac
@@ -48,7 +53,7 @@ helm-template: helm ## Print the chart rendered with its default values.
 ##@ End to end
 
 .PHONY: test-e2e
-test-e2e: k8s-bins build ## The end-to-end tests only: chart and kustomize against a real API server; the whole flow on this machine (root).
+test-e2e: k8s-bins build helm ## The end-to-end tests only: chart and kustomize against a real API server; the whole flow on this machine (root).
 	$(GO) test -count=1 -timeout 15m -v ./test/e2e/...
 
 .PHONY: demo
