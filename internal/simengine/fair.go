@@ -9,8 +9,13 @@ import "math/bits"
 // floorDiv divides rounding towards minus infinity, as avg_vruntime() does
 // for negative sums.
 func floorDiv(a, b int64) int64 {
-	q := a / b
-	if (a%b != 0) && ((a < 0) != (b < 0)) {
+	q, r := a/b, a%b
+	if b > 0 {
+		// The remainder has a's sign: step down when it is negative
+		// (branch-free; the callers divide by positive loads).
+		return q + r>>63
+	}
+	if r != 0 && (a < 0) != (b < 0) {
 		q--
 	}
 	return q
@@ -46,6 +51,37 @@ func (e *entity) setWeight(w int64) {
 
 // ---- tree (the rb-tree of queued entities, minus curr) ----
 
+// treeUpper returns the number of nodes with vruntime <= v (where a new
+// node with vruntime v goes: after the equal keys). A binary search whose
+// step is taken with a borrow mask instead of a branch, so that its
+// branches depend on the length only (a data-dependent branch here is
+// mispredicted half the time).
+func treeUpper(t []treeNode, v int64) int {
+	lo, n := 0, len(t)
+	for n > 0 {
+		half := n >> 1
+		// Borrow of v - key is 1 iff v < key: take the upper part unless so.
+		_, b := bits.Sub64(uint64(v)^1<<63, uint64(t[lo+half].v)^1<<63, 0)
+		m := int(b) - 1 // all ones iff key <= v
+		lo += (half + 1) & m
+		n = half + (n-1-2*half)&m
+	}
+	return lo
+}
+
+// treeLower returns the number of nodes with vruntime < v.
+func treeLower(t []treeNode, v int64) int {
+	lo, n := 0, len(t)
+	for n > 0 {
+		half := n >> 1
+		_, b := bits.Sub64(uint64(t[lo+half].v)^1<<63, uint64(v)^1<<63, 0)
+		m := -int(b) // all ones iff key < v
+		lo += (half + 1) & m
+		n = half + (n-1-2*half)&m
+	}
+	return lo
+}
+
 // enqueueTree is __enqueue_entity() with avg_vruntime_add() (v6.6). The
 // queue is a slice kept sorted by vruntime like the kernel's rb-tree (equal
 // keys after the ones already there), each node caching the keys a pick
@@ -55,18 +91,18 @@ func (s *sim) enqueueTree(cq, se int32) {
 	r := &s.rqs[cq]
 	e := &s.ents[se]
 	t := r.tree
-	lo, hi := 0, len(t)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if t[m].v <= e.vruntime {
-			lo = m + 1
-		} else {
-			hi = m
+	lo := treeUpper(t, e.vruntime)
+	n := treeNode{v: e.vruntime, d: e.deadline, slice: e.slice, seq: s.seq, se: se}
+	if lo == len(t) {
+		t = append(t, n)
+	} else {
+		// Shift by hand: the queues are short, a memmove call costs more.
+		t = append(t, t[len(t)-1])
+		for j := len(t) - 2; j > lo; j-- {
+			t[j] = t[j-1]
 		}
+		t[lo] = n
 	}
-	t = append(t, treeNode{})
-	copy(t[lo+1:], t[lo:])
-	t[lo] = treeNode{v: e.vruntime, d: e.deadline, slice: e.slice, seq: s.seq, se: se}
 	s.seq++
 	r.tree = t
 	r.avgSum += (e.vruntime - r.minV) * e.weight
@@ -79,19 +115,13 @@ func (s *sim) dequeueTree(cq, se int32) {
 	r := &s.rqs[cq]
 	e := &s.ents[se]
 	t := r.tree
-	lo, hi := 0, len(t)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if t[m].v < e.vruntime {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
+	lo := treeLower(t, e.vruntime)
 	for t[lo].se != se {
 		lo++
 	}
-	copy(t[lo:], t[lo+1:])
+	for j := lo + 1; j < len(t); j++ {
+		t[j-1] = t[j]
+	}
 	t = t[:len(t)-1]
 	r.tree = t
 	r.avgSum -= (e.vruntime - r.minV) * e.weight
@@ -103,6 +133,43 @@ func (s *sim) dequeueTree(cq, se int32) {
 	}
 }
 
+// treeIndex returns the position of se in cq's tree.
+func (s *sim) treeIndex(cq, se int32) int {
+	t := s.rqs[cq].tree
+	lo := treeLower(t, s.ents[se].vruntime)
+	for t[lo].se != se {
+		lo++
+	}
+	return lo
+}
+
+// treeMove is dequeueTree + enqueueTree for the node at position i (se,
+// whose keys changed while its weight was already taken out of the sums,
+// as reweightEntity does): the node moves to its new place in one shift.
+func (s *sim) treeMove(cq int32, i int, se int32) {
+	r := &s.rqs[cq]
+	e := &s.ents[se]
+	t := r.tree
+	lo := treeUpper(t, e.vruntime)
+	n := treeNode{v: e.vruntime, d: e.deadline, slice: e.slice, seq: s.seq, se: se}
+	s.seq++
+	if lo > i {
+		// Moves right: the old node counted among those <= v.
+		lo--
+		for j := i; j < lo; j++ {
+			t[j] = t[j+1]
+		}
+	} else {
+		for j := i; j > lo; j-- {
+			t[j] = t[j-1]
+		}
+	}
+	t[lo] = n
+	r.avgSum += (e.vruntime - r.minV) * e.weight
+	r.avgLoad += e.weight
+	r.leftmost, r.leftV = t[0].se, t[0].v
+}
+
 // ---- EEVDF: avg_vruntime, eligibility, deadlines ----
 
 // avgVruntime is avg_vruntime() (v6.6): the weighted average vruntime V of
@@ -110,7 +177,7 @@ func (s *sim) dequeueTree(cq, se int32) {
 func (s *sim) avgVruntime(cq int32) int64 {
 	r := &s.rqs[cq]
 	avg, load := r.avgSum, r.avgLoad
-	if r.curr >= 0 && s.ents[r.curr].onRq {
+	if r.currOn {
 		c := &s.ents[r.curr]
 		avg += (c.vruntime - r.minV) * c.weight
 		load += c.weight
@@ -126,7 +193,7 @@ func (s *sim) avgVruntime(cq int32) int64 {
 func (s *sim) entityEligible(cq, se int32) bool {
 	r := &s.rqs[cq]
 	avg, load := r.avgSum, r.avgLoad
-	if r.curr >= 0 && s.ents[r.curr].onRq {
+	if r.currOn {
 		c := &s.ents[r.curr]
 		avg += (c.vruntime - r.minV) * c.weight
 		load += c.weight
@@ -156,7 +223,7 @@ func (s *sim) entitySlice(se int32) int64 {
 	}
 	r := &s.rqs[e.my]
 	m := int64(never)
-	if r.curr >= 0 && s.ents[r.curr].onRq {
+	if r.currOn {
 		m = s.ents[r.curr].slice
 	}
 	for i := range r.tree {
@@ -193,9 +260,9 @@ func (s *sim) updateDeadline(cq, se int32) {
 // deadline it was picked with.
 func (s *sim) pickEEVDF(cq int32, protect bool) int32 {
 	r := &s.rqs[cq]
-	curr := r.curr
-	if curr >= 0 && !s.ents[curr].onRq {
-		curr = -1
+	curr := int32(-1)
+	if r.currOn {
+		curr = r.curr
 	}
 	if r.nr == 1 {
 		if curr >= 0 {
@@ -214,7 +281,7 @@ func (s *sim) pickEEVDF(cq int32, protect bool) int32 {
 	}
 	// Eligibility: (v_i - min_vruntime) * load <= Σ (v_j - min_vruntime) w_j.
 	avg, load := r.avgSum, r.avgLoad
-	if r.curr >= 0 && s.ents[r.curr].onRq {
+	if r.currOn {
 		c := &s.ents[r.curr]
 		avg += (c.vruntime - r.minV) * c.weight
 		load += c.weight
@@ -250,7 +317,7 @@ func (s *sim) pickNextEntity(cq int32) int32 {
 	}
 	r := &s.rqs[cq]
 	left := r.leftmost
-	if r.curr >= 0 && s.ents[r.curr].onRq {
+	if r.currOn {
 		if left < 0 || s.ents[r.curr].vruntime < r.leftV {
 			left = r.curr
 		}
@@ -263,7 +330,7 @@ func (s *sim) pickNextEntity(cq int32) int32 {
 func (s *sim) updateMinVruntime(cq int32) {
 	r := &s.rqs[cq]
 	v := r.minV
-	curOn := r.curr >= 0 && s.ents[r.curr].onRq
+	curOn := r.currOn
 	if curOn {
 		v = s.ents[r.curr].vruntime
 	}
@@ -283,7 +350,7 @@ func (s *sim) updateMinVruntime(cq int32) {
 // since it last was, advance its vruntime, renew its EEVDF deadline, and
 // charge the group's bandwidth.
 func (s *sim) updateCurr(cq int32) {
-	if cur := s.rqs[cq].curr; cur >= 0 {
+	if r := &s.rqs[cq]; r.curr >= 0 && s.now > r.currStart {
 		s.updateCurrSlow(cq)
 	}
 }
@@ -301,6 +368,7 @@ func (s *sim) updateCurrSlow(cq int32) {
 		return
 	}
 	e.execStart = s.now
+	r.currStart = s.now
 	d := s.scaleExec(delta)
 	e.sumExec += d
 	e.vruntime += calcDeltaFair(d, e)
@@ -428,7 +496,7 @@ func (s *sim) placeEntity(cq, se int32, flags int) {
 		if s.feat.placeLag && r.nr > 0 {
 			lag = e.vlag
 			load := r.avgLoad
-			if r.curr >= 0 && s.ents[r.curr].onRq {
+			if r.currOn {
 				load += s.ents[r.curr].weight
 			}
 			if load > 0 {
@@ -488,6 +556,9 @@ func (s *sim) enqueueEntity(cq, se int32, flags int) {
 		s.enqueueTree(cq, se)
 	}
 	e.onRq = true
+	if r.curr == se {
+		r.currOn = true
+	}
 	if !s.eevdf {
 		s.updateMinVruntime(cq)
 	}
@@ -510,6 +581,9 @@ func (s *sim) dequeueEntity(cq, se int32, flags int) {
 		s.dequeueTree(cq, se)
 	}
 	e.onRq = false
+	if r.curr == se {
+		r.currOn = false
+	}
 	r.load -= e.weight
 	r.nr--
 	if !s.eevdf && flags&deqSleep == 0 && e.task >= 0 {
@@ -748,8 +822,12 @@ func (s *sim) reweightEntity(cq, se int32, w int64) {
 	}
 	s.updateEntityLag(cq, se)
 	relDeadline := e.deadline - e.vruntime
+	pos := -1
 	if !isCurr {
-		s.dequeueTree(cq, se)
+		// Dequeue from the sums now; the node is moved in place below.
+		pos = s.treeIndex(cq, se)
+		r.avgSum -= (e.vruntime - r.minV) * e.weight
+		r.avgLoad -= e.weight
 	}
 	r.load -= old
 	e.vlag = e.vlag * old / w
@@ -757,7 +835,7 @@ func (s *sim) reweightEntity(cq, se int32, w int64) {
 	e.setWeight(w)
 	// place_entity(cfs_rq, se, 0) without counting se itself in the load.
 	oth, othLoad := r.avgSum, r.avgLoad
-	if !isCurr && r.curr >= 0 && s.ents[r.curr].onRq {
+	if !isCurr && r.currOn {
 		c := &s.ents[r.curr]
 		oth += (c.vruntime - r.minV) * c.weight
 		othLoad += c.weight
@@ -773,7 +851,7 @@ func (s *sim) reweightEntity(cq, se int32, w int64) {
 	e.deadline = e.vruntime + relDeadline
 	r.load += w
 	if !isCurr {
-		s.enqueueTree(cq, se)
+		s.treeMove(cq, pos, se)
 	}
 	s.updateMinVruntime(cq)
 }
@@ -810,6 +888,8 @@ func (s *sim) setNextEntity(cq, se int32) {
 	}
 	e.execStart = s.now
 	s.rqs[cq].curr = se
+	s.rqs[cq].currStart = s.now
+	s.rqs[cq].currOn = e.onRq
 	e.prevSumExec = e.sumExec
 }
 
@@ -822,6 +902,7 @@ func (s *sim) putPrevEntity(cq, se int32) {
 		s.enqueueTree(cq, se)
 	}
 	s.rqs[cq].curr = -1
+	s.rqs[cq].currOn = false
 }
 
 // pickNextTaskFair is pick_next_task_fair() (v6.6): walk down from the root,
@@ -833,7 +914,7 @@ func (s *sim) pickNextTaskFair(c int32) int32 {
 	}
 	for {
 		r := &s.rqs[cq]
-		if r.curr >= 0 && s.ents[r.curr].onRq {
+		if r.currOn {
 			s.updateCurr(cq)
 		}
 		se := s.pickNextEntity(cq)

@@ -3,6 +3,7 @@ package simengine
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"math/rand/v2"
 )
 
@@ -100,32 +101,35 @@ type entity struct {
 // inputs.
 type cfsRq struct {
 	// First cache line: what update_curr, pick and enqueue/dequeue touch.
-	cpu      int32
-	tg       int32 // owning task group, -1 for the root cfs_rq
-	ge       int32 // group entity that represents this queue in the parent, -1 for root
-	curr     int32
-	leftmost int32 // tree entity with the smallest vruntime, -1 if none
-	nr       int32 // nr_running (entities queued, including curr)
-	hNr      int32 // h_nr_running (tasks below, excluding throttled subtrees)
-	idleHNr  int32 // idle_h_nr_running
-	load     int64 // load.weight of queued entities
-	minV     int64 // min_vruntime
-	avgSum   int64 // avg_vruntime: Σ (v_i - min_vruntime) * w_i over the tree
-	avgLoad  int64 // avg_load: Σ w_i over the tree
-	leftV    int64 // vruntime of leftmost
-
-	tree      []treeNode
-	loadAvg   pelt // cfs_rq->avg.load_avg (sum of attached entities' load_avg)
-	contrib   float64
+	curr      int32
+	nr        int32 // nr_running (entities queued, including curr)
+	leftmost  int32 // tree entity with the smallest vruntime, -1 if none
+	hNr       int32 // h_nr_running (tasks below, excluding throttled subtrees)
+	idleHNr   int32 // idle_h_nr_running
+	currOn    bool  // curr >= 0 and still on the queue (not dequeued while running)
 	throttled bool
-	hasQuota  bool // the owning group has a cpu.max quota
-	idle      bool // cfs_rq_is_idle(): owned by a cpu.idle group
+	hasQuota  bool  // the owning group has a cpu.max quota
+	idle      bool  // cfs_rq_is_idle(): owned by a cpu.idle group
+	currStart int64 // curr's execStart (update_curr has nothing to do until now passes it)
+	load      int64 // load.weight of queued entities
+	minV      int64 // min_vruntime
+	avgSum    int64 // avg_vruntime: Σ (v_i - min_vruntime) * w_i over the tree
+	avgLoad   int64 // avg_load: Σ w_i over the tree
 
+	// Second cache line: the tree and the load average.
+	leftV   int64 // vruntime of leftmost
+	tree    []treeNode
+	loadAvg pelt // cfs_rq->avg.load_avg (sum of attached entities' load_avg)
+	contrib float64
+	tg      int32 // owning task group, -1 for the root cfs_rq
+	ge      int32 // group entity that represents this queue in the parent, -1 for root
+
+	cpu int32
 	// calcGroupShares memo: the inputs of the last computation and its result.
 	shKeyOK                         bool
 	shKeyLoad, shares               int64
 	shKeyTg, shKeyAvg, shKeyContrib float64
-	_                               [24]byte // pad to 192 bytes: three whole cache lines
+	_                               [16]byte // pad to 192 bytes: three whole cache lines
 }
 
 // treeNode is a queued entity with the keys a pick reads, which do not
@@ -191,7 +195,6 @@ type cpuState struct {
 	curr            int32  // running task, -1 when idle
 	runEndT         int64  // end of the running task's CPU burst, never if none
 	runEndSeq       uint64 // event sequence of that run end (ties with queued events)
-	hpos            int32  // position in the run-end heap
 	needResched     bool
 	lazyResched     bool
 	tasks           []int32 // tasks queued on this CPU (cfs_tasks), including curr
@@ -238,7 +241,8 @@ type sim struct {
 	cpus  []cpuState
 
 	pending  []int32
-	rh       []runEndNode // run-end heap of CPUs
+	rt       *runEndTree // earliest run end over CPUs
+	rp       int32       // leaves of rt in use (a power of two >= nCPU)
 	idleMask []uint64
 	scratch  []int32
 	pt       *peltTables
@@ -372,6 +376,7 @@ func (s *sim) build() {
 	s.tasks = make([]task, 0, nTasks)
 	s.tgs = make([]taskGroup, 0, nTG)
 	s.cpus = make([]cpuState, nc)
+	s.initRunEnd()
 	s.idleMask = make([]uint64, (nc+63)/64)
 	for c := int32(0); c < nc; c++ {
 		s.cpus[c].root = s.newRq(c, -1, -1)
@@ -379,8 +384,6 @@ func (s *sim) build() {
 		s.cpus[c].avgIdle = 2 * s.migrationCost // rq->avg_idle = 2*sysctl_sched_migration_cost (sched_init)
 		s.cpus[c].nextBalance = s.balanceIntervalNs
 		s.cpus[c].runEndT = never
-		s.cpus[c].hpos = c
-		s.rh = append(s.rh, runEndNode{t: never, cpu: c})
 		s.setIdle(c, true)
 	}
 	autogroup := in.Knobs.Autogroup == nil || *in.Knobs.Autogroup
@@ -604,12 +607,13 @@ func (s *sim) wakeNewTask(ti int32) {
 }
 
 // loop processes events in (time, sequence) order: the earlier of the event
-// heap's top and the run-end heap's top (one run end per CPU, re-keyed in
+// heap's top and the run-end tree's winner (one run end per CPU, re-keyed in
 // place when the CPU switches, so no stale events pile up).
 func (s *sim) loop() {
 	for {
 		var e event
-		c0, ct, cs := s.rh[0].cpu, s.rh[0].t, s.rh[0].seq
+		c0 := s.rt.win[1]
+		ct, cs := s.rt.key[c0&(maxCPUs-1)].t, s.rt.key[c0&(maxCPUs-1)].seq
 		if len(s.ev) > 0 && (s.ev[0].t < ct || (s.ev[0].t == ct && s.ev[0].seq < cs)) {
 			e = s.pop()
 		} else if ct != never {
@@ -718,11 +722,14 @@ func (s *sim) pop() event {
 		if c >= n {
 			break
 		}
-		m := c
-		end := min(c+4, n)
-		for j := c + 1; j < end; j++ {
-			if evLess(&h[j], &h[m]) {
-				m = j
+		var m int
+		if c+3 < n {
+			// Four children: a branch-free tournament (keys are unique).
+			m = evMin(h, evMin(h, c, c+1), evMin(h, c+2, c+3))
+		} else {
+			m = c
+			for j := c + 1; j < n; j++ {
+				m = evMin(h, m, j)
 			}
 		}
 		if !evLess(&h[m], &last) {
@@ -735,70 +742,89 @@ func (s *sim) pop() event {
 	return top
 }
 
-// ---- run-end heap: an indexed binary heap of CPUs by (runEndT, runEndSeq) ----
+// evMin returns whichever of h[a], h[b] comes first, without a branch:
+// the borrow out of the 128-bit subtraction (t, seq)_b - (t, seq)_a.
+func evMin(h []event, a, b int) int {
+	x, y := &h[a], &h[b]
+	_, bw := bits.Sub64(y.seq, x.seq, 0)
+	_, bw = bits.Sub64(uint64(y.t)^1<<63, uint64(x.t)^1<<63, bw)
+	return a ^ ((a ^ b) & -int(bw))
+}
 
-// runEndNode is a heap node; keys live in the node for locality.
+// ---- run-end tournament tree: the earliest (runEndT, runEndSeq) over CPUs ----
+
+// runEndNode is a leaf key of the run-end tree.
 type runEndNode struct {
 	t   int64
 	seq uint64
-	cpu int32
 }
 
-func rlLess(a, b *runEndNode) bool {
-	return a.t < b.t || (a.t == b.t && a.seq < b.seq)
+// runEndTree is a complete binary winner tree over rp leaves (the CPUs,
+// padded with never): win[1] is the CPU with the earliest key, win[rp+c] = c.
+// The arrays have a fixed size (maxCPUs leaves) so that masked indices need
+// no bounds checks.
+type runEndTree struct {
+	key [maxCPUs]runEndNode
+	win [2 * maxCPUs]int32
 }
 
-// setRunEnd re-keys CPU c's run end (never: none) and restores the heap.
+// initRunEnd sizes the run-end tree.
+func (s *sim) initRunEnd() {
+	p := int32(2)
+	for p < s.nCPU {
+		p <<= 1
+	}
+	s.rp = p
+	rt := &runEndTree{}
+	for i := range rt.key {
+		rt.key[i] = runEndNode{t: never}
+	}
+	for i := int32(0); i < p; i++ {
+		rt.win[p+i] = i
+	}
+	for i := p - 1; i >= 1; i-- {
+		rt.win[i] = rt.win[2*i]
+	}
+	s.rt = rt
+}
+
+// setRunEnd re-keys CPU c's run end (never: none) and replays the matches
+// on its path to the root. The matches are branch-free (the CPU being
+// re-keyed is usually the one whose run end just fired, the winner of every
+// match on its path, so the whole path is replayed anyway).
 func (s *sim) setRunEnd(c int32, t int64) {
 	cpu := &s.cpus[c]
 	cpu.runEndT = t
-	if t == never {
-		cpu.runEndSeq = 0
-	} else {
-		cpu.runEndSeq = s.seq
+	var seq uint64
+	if t != never {
+		seq = s.seq
 		s.seq++
 	}
-	h := s.rh
-	i := cpu.hpos
-	node := runEndNode{t: t, seq: cpu.runEndSeq, cpu: c}
-	for i > 0 {
-		p := (i - 1) / 2
-		if !rlLess(&node, &h[p]) {
-			break
-		}
-		h[i] = h[p]
-		s.cpus[h[i].cpu].hpos = i
-		i = p
+	cpu.runEndSeq = seq
+	rt := s.rt
+	const km, wm = maxCPUs - 1, 2*maxCPUs - 1
+	rt.key[c&km] = runEndNode{t: t, seq: seq}
+	for i := (s.rp + c) >> 1; i >= 1; i >>= 1 {
+		l, r := rt.win[(2*i)&wm], rt.win[(2*i+1)&wm]
+		kl, kr := &rt.key[l&km], &rt.key[r&km]
+		// (kr.t, kr.seq) < (kl.t, kl.seq) as one 128-bit unsigned
+		// comparison (t >= 0): the borrow out of kr - kl.
+		_, b := bits.Sub64(kr.seq, kl.seq, 0)
+		_, b = bits.Sub64(uint64(kr.t), uint64(kl.t), b)
+		rt.win[i&wm] = l ^ ((l ^ r) & -int32(b))
 	}
-	n := int32(len(h))
-	for {
-		l := 2*i + 1
-		if l >= n {
-			break
-		}
-		m := l
-		if r := l + 1; r < n && rlLess(&h[r], &h[l]) {
-			m = r
-		}
-		if !rlLess(&h[m], &node) {
-			break
-		}
-		h[i] = h[m]
-		s.cpus[h[i].cpu].hpos = i
-		i = m
-	}
-	h[i] = node
-	cpu.hpos = i
 }
 
 // ---- idle CPU bitmap ----
 
 func (s *sim) setIdle(c int32, idle bool) {
+	bit := uint64(1) << (uint(c) & 63)
+	var set uint64
 	if idle {
-		s.idleMask[c>>6] |= 1 << (uint(c) & 63)
-	} else {
-		s.idleMask[c>>6] &^= 1 << (uint(c) & 63)
+		set = bit
 	}
+	w := &s.idleMask[c>>6]
+	*w = *w&^bit | set
 }
 
 // cpuIdle is available_idle_cpu(): nothing running and nothing queued.
