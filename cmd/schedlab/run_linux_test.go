@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -47,10 +48,15 @@ func TestRunWeightsAgainstSimulator(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(f.report, "cpu.png")); err != nil {
 		t.Errorf("no chart: %v", err)
 	}
+	// A window still noisy after every attempt: the other processes' CPU
+	// time may all have been taken from one group.
 	tol := 0.05
-	noisy := strings.Contains(errOut.String(), "noisy (")
-	if noisy {
-		tol = 0.1
+	var noise float64
+	noisy := false
+	if i := strings.Index(errOut.String(), "noisy ("); i >= 0 {
+		noisy = true
+		fmt.Sscanf(errOut.String()[i+len("noisy ("):], "%f", &noise)
+		tol += noise
 	}
 	var worst float64
 	for _, v := range rep.Variants {
@@ -63,14 +69,14 @@ func TestRunWeightsAgainstSimulator(t *testing.T) {
 			worst = max(worst, d, -d)
 		}
 	}
-	if noisy && worst > tol {
-		t.Skipf("this machine is too busy to compare with the simulator (see the noise above); worst difference %.3f CPU", worst)
+	if noise > 0.3 {
+		t.Skipf("this machine is too busy to compare with the simulator: %.2f CPUs used by other processes in every attempt; worst difference %.3f CPU", noise, worst)
 	}
 	if worst > tol {
 		t.Errorf("measured CPU differs from the prediction by up to %.3f CPU; want within %.2f", worst, tol)
 	}
 	if noisy {
-		t.Logf("the machine was noisy: compared within %.2f CPU instead of 0.05", tol)
+		t.Logf("the machine was noisy (%.2f CPUs not ours): compared within %.2f CPU instead of 0.05", noise, tol)
 	}
 }
 

@@ -100,7 +100,7 @@ func TestRunWeights100200400(t *testing.T) {
 		}},
 	}
 	o := opts(t, "weights")
-	o.NoiseThreshold = 0.15
+	o.MaxAttempts = 5
 	st, err := Run(context.Background(), spec, o)
 	if err != nil {
 		t.Fatal(err)
@@ -122,8 +122,10 @@ func TestRunWeights100200400(t *testing.T) {
 	case w.NoiseCPU > 0.3:
 		t.Skipf("this machine is too busy to measure fairness: %.2f CPUs used by other processes during the window in every one of %d attempts", w.NoiseCPU, w.Attempts)
 	case w.Noisy:
-		tol = 0.1
-		t.Logf("the machine was noisy (%.2f CPUs not ours in every attempt): tolerance %.2f", w.NoiseCPU, tol)
+		// The other processes' CPU time may all have been taken from one
+		// group.
+		tol = 0.05 + w.NoiseCPU
+		t.Logf("the machine was noisy (%.2f CPUs not ours in every attempt): tolerance 0.05 + %.2f", w.NoiseCPU, w.NoiseCPU)
 	}
 	for i, g := range w.Groups {
 		if d := g.Metrics.CPU - want[i]; d > tol || d < -tol {
