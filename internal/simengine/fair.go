@@ -69,19 +69,6 @@ func treeUpper(t []treeNode, v int64) int {
 	return lo
 }
 
-// treeLower returns the number of nodes with vruntime < v.
-func treeLower(t []treeNode, v int64) int {
-	lo, n := 0, len(t)
-	for n > 0 {
-		half := n >> 1
-		_, b := bits.Sub64(uint64(t[lo+half].v)^1<<63, uint64(v)^1<<63, 0)
-		m := -int(b) // all ones iff key < v
-		lo += (half + 1) & m
-		n = half + (n-1-2*half)&m
-	}
-	return lo
-}
-
 // enqueueTree is __enqueue_entity() with avg_vruntime_add() (v6.6). The
 // queue is a slice kept sorted by vruntime like the kernel's rb-tree (equal
 // keys after the ones already there), each node caching the keys a pick
@@ -90,22 +77,21 @@ func treeLower(t []treeNode, v int64) int {
 func (s *sim) enqueueTree(cq, se int32) {
 	r := &s.rqs[cq]
 	e := &s.ents[se]
-	t := r.tree
-	lo := treeUpper(t, e.vruntime)
-	n := treeNode{v: e.vruntime, d: e.deadline, slice: e.slice, seq: s.seq, se: se}
-	if lo == len(t) {
-		t = append(t, n)
-	} else {
-		// Shift by hand: the queues are short, a memmove call costs more.
-		t = append(t, t[len(t)-1])
-		for j := len(t) - 2; j > lo; j-- {
-			t[j] = t[j-1]
-		}
-		t[lo] = n
-	}
+	v := e.vruntime
+	n := treeNode{v: v, d: e.deadline, slice: e.slice, seq: s.seq, se: se}
 	s.seq++
+	// Insertion from the right end: the nodes after the new one move up
+	// as they are compared. Most queues hold zero to a few entities, and
+	// the shift costs as much as the search would.
+	t := append(r.tree, n)
+	j := len(t) - 1
+	for j > 0 && t[j-1].v > v {
+		t[j] = t[j-1]
+		j--
+	}
+	t[j] = n
 	r.tree = t
-	r.avgSum += (e.vruntime - r.minV) * e.weight
+	r.avgSum += (v - r.minV) * e.weight
 	r.avgLoad += e.weight
 	r.leftmost, r.leftV = t[0].se, t[0].v
 }
@@ -115,7 +101,9 @@ func (s *sim) dequeueTree(cq, se int32) {
 	r := &s.rqs[cq]
 	e := &s.ents[se]
 	t := r.tree
-	lo := treeLower(t, e.vruntime)
+	// A linear search from the left: the entity is usually the only one
+	// or among the first few (a pick takes an early eligible one).
+	lo := 0
 	for t[lo].se != se {
 		lo++
 	}
@@ -129,14 +117,14 @@ func (s *sim) dequeueTree(cq, se int32) {
 	if len(t) > 0 {
 		r.leftmost, r.leftV = t[0].se, t[0].v
 	} else {
-		r.leftmost = -1
+		r.leftmost, r.leftV = -1, never
 	}
 }
 
 // treeIndex returns the position of se in cq's tree.
 func (s *sim) treeIndex(cq, se int32) int {
 	t := s.rqs[cq].tree
-	lo := treeLower(t, s.ents[se].vruntime)
+	lo := 0
 	for t[lo].se != se {
 		lo++
 	}
@@ -177,10 +165,17 @@ func (s *sim) treeMove(cq int32, i int, se int32) {
 func (s *sim) avgVruntime(cq int32) int64 {
 	r := &s.rqs[cq]
 	avg, load := r.avgSum, r.avgLoad
+	// With a single entity, V is its vruntime (the division is exact):
+	// skip the division in that common case (a task alone in its group).
 	if r.currOn {
 		c := &s.ents[r.curr]
+		if load == 0 {
+			return c.vruntime
+		}
 		avg += (c.vruntime - r.minV) * c.weight
 		load += c.weight
+	} else if len(r.tree) == 1 {
+		return r.leftV
 	}
 	if load > 0 {
 		avg = floorDiv(avg, load)
@@ -286,15 +281,28 @@ func (s *sim) pickEEVDF(cq int32, protect bool) int32 {
 		avg += (c.vruntime - r.minV) * c.weight
 		load += c.weight
 	}
-	// (v - min_vruntime) * load <= avg  ⟺  v - min_vruntime <= floor(avg / load)
-	limit := r.minV + floorDiv(avg, load)
+	// n is eligible iff x*load <= avg with x = v - min_vruntime, i.e.
+	// x <= floor(avg / load). The product is used (no division) while it
+	// cannot overflow: |x| < 2^31 and load < 2^31.
 	best := int32(-1)
 	var bd, bv int64
 	var bs uint64
+	var limit int64
+	limitOK := false
 	for i := range r.tree {
 		n := &r.tree[i]
-		if n.v > limit {
-			break // sorted by vruntime: the rest is not eligible
+		x := n.v - r.minV
+		if uint64(x+1<<31) < 1<<32 && load < 1<<31 {
+			if x*load > avg {
+				break // sorted by vruntime: the rest is not eligible
+			}
+		} else {
+			if !limitOK {
+				limit, limitOK = r.minV+floorDiv(avg, load), true
+			}
+			if n.v > limit {
+				break
+			}
 		}
 		if best < 0 || n.d < bd || (n.d == bd && (n.v < bv || (n.v == bv && n.seq < bs))) {
 			best, bd, bv, bs = n.se, n.d, n.v, n.seq
@@ -329,20 +337,14 @@ func (s *sim) pickNextEntity(cq int32) int32 {
 // monotonic zero point; for EEVDF moving it shifts avg_vruntime's sum.
 func (s *sim) updateMinVruntime(cq int32) {
 	r := &s.rqs[cq]
-	v := r.minV
-	curOn := r.currOn
-	if curOn {
-		v = s.ents[r.curr].vruntime
+	v := r.leftV // never when the tree is empty
+	if r.currOn {
+		v = min(v, s.ents[r.curr].vruntime)
 	}
-	if r.leftmost >= 0 {
-		lv := r.leftV
-		if !curOn || lv < v {
-			v = lv
-		}
-	}
-	if d := v - r.minV; d > 0 {
+	if v != never {
+		d := max(v-r.minV, 0)
 		r.avgSum -= r.avgLoad * d
-		r.minV = v
+		r.minV += d
 	}
 }
 

@@ -72,27 +72,30 @@ const (
 
 // entity is a sched_entity: a task's or a per-CPU group entity.
 type entity struct {
-	weight      int64 // load.weight (NICE_0 = 1024)
-	invWeight   uint64
-	vruntime    int64
-	deadline    int64 // EEVDF virtual deadline
-	vlag        int64 // EEVDF lag, V - v_i (kept while off the runqueue)
-	slice       int64 // EEVDF request size (base or custom slice)
+	// First cache line: what the tree, pick and the hierarchy walks read.
+	vruntime  int64
+	deadline  int64 // EEVDF virtual deadline
+	weight    int64 // load.weight (NICE_0 = 1024)
+	invWeight uint64
+	slice     int64 // EEVDF request size (base or custom slice)
+	rq        int32 // cfs_rq this entity is queued on
+	my        int32 // group entities: the cfs_rq they own; -1 for tasks
+	parent    int32 // parent group entity on the same CPU, -1 at the top
+	task      int32 // -1 for group entities
+	depth     int32
+	onRq      bool
+	delayed   bool // se->sched_delayed: asleep (or empty) but still queued (DELAY_DEQUEUE)
+	idle      bool // se_is_idle(): SCHED_IDLE task or entity of a cpu.idle group
+	protectOK bool
+
+	// Second cache line: execution accounting, lag and load.
+	execStart   int64
 	sumExec     int64
 	prevSumExec int64
-	execStart   int64
 	protect     int64 // RUN_TO_PARITY: the deadline at pick time (the kernel stashes it in se->vlag)
+	vlag        int64 // EEVDF lag, V - v_i (kept while off the runqueue)
 	load        pelt  // se->avg.load_avg
-	rq          int32 // cfs_rq this entity is queued on
-	my          int32 // group entities: the cfs_rq they own; -1 for tasks
-	parent      int32 // parent group entity on the same CPU, -1 at the top
-	task        int32 // -1 for group entities
-	depth       int32
-	onRq        bool
-	delayed     bool // se->sched_delayed: asleep (or empty) but still queued (DELAY_DEQUEUE)
-	idle        bool // se_is_idle(): SCHED_IDLE task or entity of a cpu.idle group
 	customSlice bool
-	protectOK   bool
 }
 
 // cfsRq is a struct cfs_rq. The tree holds the queued entities except curr,
@@ -117,7 +120,7 @@ type cfsRq struct {
 	avgLoad   int64 // avg_load: Σ w_i over the tree
 
 	// Second cache line: the tree and the load average.
-	leftV   int64 // vruntime of leftmost
+	leftV   int64 // vruntime of leftmost, never if none
 	tree    []treeNode
 	loadAvg pelt // cfs_rq->avg.load_avg (sum of attached entities' load_avg)
 	contrib float64
@@ -347,7 +350,7 @@ func (s *sim) newEntity(e entity) int32 {
 }
 
 func (s *sim) newRq(cpu, tg, ge int32) int32 {
-	s.rqs = append(s.rqs, cfsRq{cpu: cpu, tg: tg, ge: ge, curr: -1, leftmost: -1})
+	s.rqs = append(s.rqs, cfsRq{cpu: cpu, tg: tg, ge: ge, curr: -1, leftmost: -1, leftV: never})
 	return int32(len(s.rqs) - 1)
 }
 
@@ -612,8 +615,8 @@ func (s *sim) wakeNewTask(ti int32) {
 func (s *sim) loop() {
 	for {
 		var e event
-		c0 := s.rt.win[1]
-		ct, cs := s.rt.key[c0&(maxCPUs-1)].t, s.rt.key[c0&(maxCPUs-1)].seq
+		top := &s.rt.node[1]
+		c0, ct, cs := top.cpu, top.t, top.seq
 		if len(s.ev) > 0 && (s.ev[0].t < ct || (s.ev[0].t == ct && s.ev[0].seq < cs)) {
 			e = s.pop()
 		} else if ct != never {
@@ -753,19 +756,21 @@ func evMin(h []event, a, b int) int {
 
 // ---- run-end tournament tree: the earliest (runEndT, runEndSeq) over CPUs ----
 
-// runEndNode is a leaf key of the run-end tree.
+// runEndNode is a node of the run-end tree: the key of the winner below it.
 type runEndNode struct {
 	t   int64
 	seq uint64
+	cpu int32
 }
 
 // runEndTree is a complete binary winner tree over rp leaves (the CPUs,
-// padded with never): win[1] is the CPU with the earliest key, win[rp+c] = c.
-// The arrays have a fixed size (maxCPUs leaves) so that masked indices need
-// no bounds checks.
+// padded with never): node[rp+c] is CPU c's key, node[1] the earliest. Each
+// node holds a copy of its winner's key, so replaying a leaf's path reads
+// only the siblings (independent loads) and carries the winner in
+// registers. The array has a fixed size (maxCPUs leaves) so that masked
+// indices need no bounds checks.
 type runEndTree struct {
-	key [maxCPUs]runEndNode
-	win [2 * maxCPUs]int32
+	node [2 * maxCPUs]runEndNode
 }
 
 // initRunEnd sizes the run-end tree.
@@ -776,22 +781,19 @@ func (s *sim) initRunEnd() {
 	}
 	s.rp = p
 	rt := &runEndTree{}
-	for i := range rt.key {
-		rt.key[i] = runEndNode{t: never}
-	}
 	for i := int32(0); i < p; i++ {
-		rt.win[p+i] = i
+		rt.node[p+i] = runEndNode{t: never, cpu: i}
 	}
 	for i := p - 1; i >= 1; i-- {
-		rt.win[i] = rt.win[2*i]
+		rt.node[i] = rt.node[2*i]
 	}
 	s.rt = rt
 }
 
 // setRunEnd re-keys CPU c's run end (never: none) and replays the matches
-// on its path to the root. The matches are branch-free (the CPU being
-// re-keyed is usually the one whose run end just fired, the winner of every
-// match on its path, so the whole path is replayed anyway).
+// on its path to the root, branch-free (the CPU being re-keyed is usually
+// the one whose run end just fired, the winner of every match on its path,
+// so the whole path has to be replayed anyway).
 func (s *sim) setRunEnd(c int32, t int64) {
 	cpu := &s.cpus[c]
 	cpu.runEndT = t
@@ -801,17 +803,23 @@ func (s *sim) setRunEnd(c int32, t int64) {
 		s.seq++
 	}
 	cpu.runEndSeq = seq
-	rt := s.rt
-	const km, wm = maxCPUs - 1, 2*maxCPUs - 1
-	rt.key[c&km] = runEndNode{t: t, seq: seq}
-	for i := (s.rp + c) >> 1; i >= 1; i >>= 1 {
-		l, r := rt.win[(2*i)&wm], rt.win[(2*i+1)&wm]
-		kl, kr := &rt.key[l&km], &rt.key[r&km]
-		// (kr.t, kr.seq) < (kl.t, kl.seq) as one 128-bit unsigned
-		// comparison (t >= 0): the borrow out of kr - kl.
-		_, b := bits.Sub64(kr.seq, kl.seq, 0)
-		_, b = bits.Sub64(uint64(kr.t), uint64(kl.t), b)
-		rt.win[i&wm] = l ^ ((l ^ r) & -int32(b))
+	nd := &s.rt.node
+	const m = 2*maxCPUs - 1
+	i := s.rp + c
+	ct, cs, cc := t, seq, c
+	nd[i&m] = runEndNode{t: ct, seq: cs, cpu: cc}
+	for i > 1 {
+		o := &nd[(i^1)&m]
+		// The sibling wins if (o.t, o.seq) < (ct, cs): the borrow out of
+		// the 128-bit subtraction (times are never negative).
+		_, b := bits.Sub64(o.seq, cs, 0)
+		_, b = bits.Sub64(uint64(o.t), uint64(ct), b)
+		mask := -b
+		ct ^= (ct ^ o.t) & int64(mask)
+		cs ^= (cs ^ o.seq) & mask
+		cc ^= (cc ^ o.cpu) & int32(mask)
+		i >>= 1
+		nd[i&m] = runEndNode{t: ct, seq: cs, cpu: cc}
 	}
 }
 
