@@ -179,6 +179,9 @@ func testMeasure(t *testing.T, l *lab.Lab) {
 			break
 		}
 		if attempt == 4 {
+			if got != nil {
+				logResults(t, got)
+			}
 			t.Fatalf("this machine is too busy for a measurement (other processes use its CPUs or hold it) after %d attempts: %s", attempt, retry)
 		}
 		t.Logf("attempt %d: %s: deleting the experiment and trying again in 20s", attempt, retry)
