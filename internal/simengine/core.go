@@ -142,7 +142,7 @@ func (s *sim) switchIn(c, ti int32) {
 	if t.wakeAt >= 0 {
 		ranAt := s.now + s.ctxNs
 		if ranAt >= s.winStart && ranAt < s.end && t.hist != nil {
-			t.hist.record(ranAt - t.wakeAt)
+			t.recordLatency(ranAt - t.wakeAt)
 		}
 		t.wakeAt = -1
 	}

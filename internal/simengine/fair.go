@@ -32,7 +32,7 @@ func calcDeltaFair(delta int64, e *entity) int64 {
 	if neg {
 		delta = -delta
 	}
-	hi, lo := bits.Mul64(uint64(delta)*nice0Load, e.invWeight)
+	hi, lo := bits.Mul64(uint64(delta)*nice0Load, uint64(e.invWeight))
 	r := int64(hi<<32 | lo>>32)
 	if neg {
 		return -r
@@ -46,7 +46,7 @@ const wmultConst = 1<<32 - 1
 // setWeight is update_load_set(): the weight and its inverse.
 func (e *entity) setWeight(w int64) {
 	e.weight = w
-	e.invWeight = wmultConst / uint64(w)
+	e.invWeight = uint32(wmultConst / uint64(w))
 }
 
 // ---- tree (the rb-tree of queued entities, minus curr) ----
@@ -358,18 +358,13 @@ func (s *sim) updateCurr(cq int32) {
 }
 
 func (s *sim) updateCurrSlow(cq int32) {
+	// updateCurr checked that now > exec_start (kept in r.currStart
+	// while the entity is curr).
 	r := &s.rqs[cq]
 	cur := r.curr
 	e := &s.ents[cur]
-	if s.now <= e.execStart {
-		return
-	}
-	start := e.execStart
+	start := r.currStart
 	delta := s.now - start
-	if delta <= 0 {
-		return
-	}
-	e.execStart = s.now
 	r.currStart = s.now
 	d := s.scaleExec(delta)
 	e.sumExec += d
@@ -888,9 +883,8 @@ func (s *sim) setNextEntity(cq, se int32) {
 		e.protect = e.deadline
 		e.protectOK = true
 	}
-	e.execStart = s.now
 	s.rqs[cq].curr = se
-	s.rqs[cq].currStart = s.now
+	s.rqs[cq].currStart = s.now // exec_start; written back to the entity at put
 	s.rqs[cq].currOn = e.onRq
 	e.prevSumExec = e.sumExec
 }
@@ -903,6 +897,7 @@ func (s *sim) putPrevEntity(cq, se int32) {
 		s.updateCurr(cq)
 		s.enqueueTree(cq, se)
 	}
+	e.execStart = s.rqs[cq].currStart
 	s.rqs[cq].curr = -1
 	s.rqs[cq].currOn = false
 }

@@ -49,6 +49,45 @@ func (h *histogram) record(v int64) {
 	}
 }
 
+// recordLatency is t.hist.record(v) with the count, sum and max kept in
+// the task (finishLatency copies them into the histogram). The sum is
+// kept as an exact integer while it stays below 2^53, where every partial
+// sum of the float64 accumulation record does is exact, so it is the same
+// number; from there on it is accumulated in float64 as record does.
+func (t *task) recordLatency(v int64) {
+	if v < 0 {
+		v = 0
+	}
+	t.hist.counts[histIndex(v)]++
+	t.latN++
+	if !t.latFloat {
+		if v < 1<<53-t.latISum {
+			t.latISum += v
+		} else {
+			t.latFloat = true
+			t.latFSum = float64(t.latISum) + float64(v)
+		}
+	} else {
+		t.latFSum += float64(v)
+	}
+	if v > t.latMax {
+		t.latMax = v
+	}
+}
+
+// finishLatency stores the task's latency count, sum and max in its
+// histogram.
+func (t *task) finishLatency() {
+	h := t.hist
+	h.n = t.latN
+	if t.latFloat {
+		h.sum = t.latFSum
+	} else {
+		h.sum = float64(t.latISum)
+	}
+	h.max = t.latMax
+}
+
 func (h *histogram) merge(o *histogram) {
 	for i := range h.counts {
 		h.counts[i] += o.counts[i]
@@ -140,6 +179,7 @@ func (s *sim) result() *Result {
 				m.Share = m.CPU / totalCPU
 			}
 			if t.hist != nil {
+				t.finishLatency()
 				m.WakeupLatencyUs = t.hist.latency()
 				if gh == nil {
 					gh = &histogram{}

@@ -72,30 +72,32 @@ const (
 
 // entity is a sched_entity: a task's or a per-CPU group entity.
 type entity struct {
-	// First cache line: what the tree, pick and the hierarchy walks read.
+	// First cache line: what update_curr, the tree, pick and the hierarchy
+	// walks read.
 	vruntime  int64
 	deadline  int64 // EEVDF virtual deadline
 	weight    int64 // load.weight (NICE_0 = 1024)
-	invWeight uint64
 	slice     int64 // EEVDF request size (base or custom slice)
-	rq        int32 // cfs_rq this entity is queued on
-	my        int32 // group entities: the cfs_rq they own; -1 for tasks
-	parent    int32 // parent group entity on the same CPU, -1 at the top
-	task      int32 // -1 for group entities
-	depth     int32
+	sumExec   int64
+	invWeight uint32 // WMULT_CONST / weight
+	rq        int32  // cfs_rq this entity is queued on
+	my        int32  // group entities: the cfs_rq they own; -1 for tasks
+	parent    int32  // parent group entity on the same CPU, -1 at the top
+	task      int32  // -1 for group entities
 	onRq      bool
 	delayed   bool // se->sched_delayed: asleep (or empty) but still queued (DELAY_DEQUEUE)
-	idle      bool // se_is_idle(): SCHED_IDLE task or entity of a cpu.idle group
-	protectOK bool
 
-	// Second cache line: execution accounting, lag and load.
-	execStart   int64
-	sumExec     int64
+	// Second cache line.
+	execStart   int64 // while curr, its cfs_rq's currStart holds the live value
 	prevSumExec int64
 	protect     int64 // RUN_TO_PARITY: the deadline at pick time (the kernel stashes it in se->vlag)
 	vlag        int64 // EEVDF lag, V - v_i (kept while off the runqueue)
 	load        pelt  // se->avg.load_avg
+	depth       int32
+	idle        bool // se_is_idle(): SCHED_IDLE task or entity of a cpu.idle group
+	protectOK   bool
 	customSlice bool
+	_           [8]byte // pad to 128 bytes: two whole cache lines
 }
 
 // cfsRq is a struct cfs_rq. The tree holds the queued entities except curr,
@@ -191,6 +193,12 @@ type task struct {
 	periods    int64
 	misses     int64
 	hist       *histogram
+	// The histogram's count, sum and max, kept here (next to hist, in a
+	// line switchIn reads anyway) and copied into it at the end; see
+	// recordLatency.
+	latN, latISum, latMax int64
+	latFSum               float64
+	latFloat              bool
 }
 
 type cpuState struct {

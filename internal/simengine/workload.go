@@ -74,7 +74,7 @@ func (s *sim) burstDone(ti int32) {
 			// Already late for the next deadline: no sleep, and the
 			// lateness counts (as cyclictest reports it).
 			if t.hist != nil && s.now >= s.winStart {
-				t.hist.record(s.now - next)
+				t.recordLatency(s.now - next)
 			}
 			s.armRunEnd(t.cpu)
 			return
