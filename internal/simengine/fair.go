@@ -765,7 +765,8 @@ func (s *sim) calcGroupShares(cq int32) int64 {
 	if !s.feat.smpFairGroups {
 		return tg.shares
 	}
-	if r.shKeyOK && r.shKeyTg == tg.loadAvg && r.shKeyLoad == r.load && r.shKeyAvg == r.loadAvg.avg && r.shKeyContrib == r.contrib {
+	// The queue's load is the input that changes most often: test it first.
+	if r.shKeyLoad == r.load && r.shKeyOK && r.shKeyAvg == r.loadAvg.avg && r.shKeyContrib == r.contrib && r.shKeyTg == tg.loadAvg {
 		return r.shares
 	}
 	load := max(float64(r.load), r.loadAvg.avg)
@@ -782,7 +783,7 @@ func (s *sim) calcGroupShares(cq int32) int64 {
 // updateCfsGroup is update_cfs_group(): recompute a group entity's weight.
 func (s *sim) updateCfsGroup(se int32) {
 	e := &s.ents[se]
-	if e.my < 0 || s.throttledHierarchy(e.my) {
+	if e.my < 0 || (s.anyQuota && s.throttledHierarchy(e.my)) {
 		return
 	}
 	if w := s.calcGroupShares(e.my); w != e.weight {
@@ -983,7 +984,7 @@ func (s *sim) checkPreemptWakeup(c, ti, wakerCPU int32) {
 	t := &s.tasks[ti]
 	cur := &s.tasks[curT]
 	pse := t.se
-	if s.throttledHierarchy(s.ents[pse].rq) {
+	if s.anyQuota && s.throttledHierarchy(s.ents[pse].rq) {
 		return
 	}
 	lazy := s.lazy && wakerCPU != c
