@@ -122,15 +122,54 @@ func (h *histogram) quantile(q float64) float64 {
 	return float64(h.max)
 }
 
+// quantiles is quantile() for increasing qs in one pass over the buckets
+// (the same arithmetic, so the same values).
+func (h *histogram) quantiles(qs [4]float64) [4]float64 {
+	var out [4]float64
+	if h.n == 0 {
+		return out
+	}
+	var rank [4]float64
+	for k, q := range qs {
+		rank[k] = q * float64(h.n)
+	}
+	k := 0
+	var cum int64
+	for i, c := range h.counts {
+		if c == 0 {
+			continue
+		}
+		for k < len(rank) && float64(cum+c) >= rank[k] {
+			lo, hi := histBounds(i)
+			hi = min(hi, h.max+1)
+			if hi <= lo {
+				hi = lo + 1
+			}
+			f := (rank[k] - float64(cum)) / float64(c)
+			out[k] = float64(lo) + f*float64(hi-lo-1)
+			k++
+		}
+		if k == len(rank) {
+			return out
+		}
+		cum += c
+	}
+	for ; k < len(rank); k++ {
+		out[k] = float64(h.max)
+	}
+	return out
+}
+
 func (h *histogram) latency() *Latency {
 	l := &Latency{Count: h.n}
 	if h.n == 0 {
 		return l
 	}
-	l.P50 = h.quantile(0.50) / 1000
-	l.P90 = h.quantile(0.90) / 1000
-	l.P99 = h.quantile(0.99) / 1000
-	l.P999 = h.quantile(0.999) / 1000
+	qs := h.quantiles([4]float64{0.50, 0.90, 0.99, 0.999})
+	l.P50 = qs[0] / 1000
+	l.P90 = qs[1] / 1000
+	l.P99 = qs[2] / 1000
+	l.P999 = qs[3] / 1000
 	l.Max = float64(h.max) / 1000
 	l.Mean = h.sum / float64(h.n) / 1000
 	return l
