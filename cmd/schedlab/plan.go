@@ -83,13 +83,7 @@ type PlanOutput struct {
 }
 
 func plan(ctx context.Context, stdout, stderr io.Writer, f *planFlags) error {
-	if f.file == "" {
-		return fmt.Errorf("-f is required: name the SchedExperiment manifest with a sweep")
-	}
-	if f.out != "table" && f.out != "json" {
-		return fmt.Errorf("-o %q: use table or json", f.out)
-	}
-	exp, err := experiment.Load(f.file)
+	exp, err := loadExperiment(f.file, f.out, "with a sweep")
 	if err != nil {
 		return err
 	}

@@ -85,13 +85,7 @@ func run(ctx context.Context, stdout, stderr io.Writer, f *runFlags, log logr.Lo
 		}
 		return err
 	}
-	if f.file == "" {
-		return errors.New("-f is required: name the SchedExperiment manifest to run")
-	}
-	if f.out != "table" && f.out != "json" {
-		return fmt.Errorf("-o %q: use table or json", f.out)
-	}
-	exp, err := experiment.Load(f.file)
+	exp, err := loadExperiment(f.file, f.out, "to run")
 	if err != nil {
 		return err
 	}

@@ -130,13 +130,7 @@ func runSimulate(args []string) int {
 }
 
 func simulate(w io.Writer, file, out string, sf *shapeFlags) error {
-	if file == "" {
-		return fmt.Errorf("-f is required: name the SchedExperiment manifest to simulate")
-	}
-	if out != "table" && out != "json" {
-		return fmt.Errorf("-o %q: use table or json", out)
-	}
-	exp, err := experiment.Load(file)
+	exp, err := loadExperiment(file, out, "to simulate")
 	if err != nil {
 		return err
 	}
