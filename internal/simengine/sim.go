@@ -147,12 +147,13 @@ type treeNode struct {
 
 // taskGroup is a struct task_group: a cgroup or an autogroup.
 type taskGroup struct {
+	// calc_group_shares() reads shares and load_avg: keep them together.
 	shares  int64
+	loadAvg float64 // tg->load_avg: Σ per-CPU contributions
 	parent  int32
 	idle    bool
 	rq      []int32 // per CPU cfs_rq
 	se      []int32 // per CPU group entity
-	loadAvg float64 // tg->load_avg: Σ per-CPU contributions
 	quota   int64
 	period  int64
 	runtime int64
@@ -181,7 +182,7 @@ type task struct {
 	listStamp   int64
 	cpuPos      int32
 
-	pat Pattern
+	pat taskPattern
 	rng *rand.Rand
 
 	pl pelt2 // util_avg and runnable_avg
@@ -201,20 +202,27 @@ type task struct {
 	latFloat              bool
 }
 
+// taskPattern is the numeric part of a task's Pattern (its Type is kind).
+type taskPattern struct {
+	RunNs, PeriodNs, IntervalNs, MeanRunNs, MeanSleepNs int64
+}
+
 type cpuState struct {
-	root            int32
-	curr            int32  // running task, -1 when idle
-	runEndT         int64  // end of the running task's CPU burst, never if none
-	runEndSeq       uint64 // event sequence of that run end (ties with queued events)
-	needResched     bool
-	lazyResched     bool
+	// First cache line: what a switch, the PELT update and accounting touch.
+	root        int32
+	curr        int32 // running task, -1 when idle
+	needResched bool
+	lazyResched bool
+	runEndT     int64  // end of the running task's CPU burst, never if none
+	runEndSeq   uint64 // event sequence of that run end (ties with queued events)
+	pl          pelt2  // util_avg and runnable_avg of the CPU
+	busyNs      int64
+
 	tasks           []int32 // tasks queued on this CPU (cfs_tasks), including curr
-	pl              pelt2   // util_avg and runnable_avg of the CPU
 	idleStamp       int64
 	avgIdle         int64
 	nextBalance     int64
 	nrBalanceFailed int
-	busyNs          int64
 	forkCount       int32 // tasks placed here at start (fork balancing)
 }
 
@@ -499,7 +507,8 @@ func (s *sim) build() {
 				se := s.newEntity(entity{weight: w, my: -1, parent: -1, task: ti, idle: pol == polIdle,
 					customSlice: g.SliceNs > 0, slice: g.SliceNs})
 				t := task{se: se, tg: tg, cpu: -1, group: int32(gi), policy: pol, kind: kind,
-					pat: g.Pattern, wakeAt: -1, partner: -1, cpuPos: -1, vNormalized: true,
+					pat: taskPattern{RunNs: g.Pattern.RunNs, PeriodNs: g.Pattern.PeriodNs, IntervalNs: g.Pattern.IntervalNs,
+						MeanRunNs: g.Pattern.MeanRunNs, MeanSleepNs: g.Pattern.MeanSleepNs}, wakeAt: -1, partner: -1, cpuPos: -1, vNormalized: true,
 					rng: rand.New(rand.NewPCG(in.Seed, uint64(ti)+0x9e3779b97f4a7c15))}
 				if kind == patPingPong {
 					t.partner = first + int32(i^1)
