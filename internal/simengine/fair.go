@@ -289,16 +289,17 @@ func (s *sim) pickEEVDF(cq int32, protect bool) int32 {
 	var bs uint64
 	var limit int64
 	limitOK := false
-	for i := range r.tree {
-		n := &r.tree[i]
-		x := n.v - r.minV
-		if uint64(x+1<<31) < 1<<32 && load < 1<<31 {
+	t, minV, small := r.tree, r.minV, load < 1<<31
+	for i := range t {
+		n := &t[i]
+		x := n.v - minV
+		if small && uint64(x+1<<31) < 1<<32 {
 			if x*load > avg {
 				break // sorted by vruntime: the rest is not eligible
 			}
 		} else {
 			if !limitOK {
-				limit, limitOK = r.minV+floorDiv(avg, load), true
+				limit, limitOK = minV+floorDiv(avg, load), true
 			}
 			if n.v > limit {
 				break
