@@ -82,7 +82,7 @@ func runReport(args []string) int {
 	} else {
 		err = writeReportTables(os.Stdout, exp, reps)
 		for _, r := range runs {
-			fmt.Printf("\nnode %s: ", r.Spec.NodeName)
+			fmt.Printf("\nnode %s:\n", r.Spec.NodeName)
 			summarize(os.Stdout, &r.Status)
 		}
 	}
