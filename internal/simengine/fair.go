@@ -370,8 +370,8 @@ func (s *sim) updateCurrSlow(cq int32) {
 	d := s.scaleExec(delta)
 	e.sumExec += d
 	e.vruntime += calcDeltaFair(d, e)
-	if s.eevdf {
-		s.updateDeadline(cq, cur)
+	if s.eevdf && e.vruntime-e.deadline >= 0 {
+		s.updateDeadline(cq, cur) // the request is used up
 	}
 	s.updateMinVruntime(cq)
 	if e.task >= 0 {
