@@ -14,10 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
@@ -29,13 +27,6 @@ import (
 	"github.com/schedlab/schedlab/api/v1alpha1"
 	"github.com/schedlab/schedlab/controllers/names"
 )
-
-func testScheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(s)
-	_ = v1alpha1.AddToScheme(s)
-	return s
-}
 
 type stubAnalyzer struct {
 	err   error
@@ -105,7 +96,7 @@ type fixture struct {
 func newFixture(t *testing.T, funcs interceptor.Funcs, objs ...client.Object) *fixture {
 	t.Helper()
 	f := &fixture{an: &stubAnalyzer{}, calls: map[string]int{}, recorder: events.NewFakeRecorder(100)}
-	s := testScheme()
+	s := NewScheme()
 	base := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).
 		WithStatusSubresource(&v1alpha1.SchedExperiment{}, &v1alpha1.NodeRun{}).
 		WithIndex(&v1alpha1.NodeRun{}, indexNodeRunExperiment, func(o client.Object) []string {

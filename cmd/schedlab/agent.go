@@ -14,6 +14,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
 
+	"github.com/schedlab/schedlab/controllers"
 	"github.com/schedlab/schedlab/controllers/agent"
 	"github.com/schedlab/schedlab/internal/nodeagent"
 )
@@ -56,7 +57,7 @@ func runAgent(args []string) int {
 		logger.Error(err, "Finding the cluster")
 		return 1
 	}
-	a, err := agent.New(restCfg, newScheme(), agent.Options{
+	a, err := agent.New(restCfg, controllers.NewScheme(), agent.Options{
 		Experiment:       experiment,
 		Node:             node,
 		Runner:           agent.NodeAgentRunner{Options: opts},

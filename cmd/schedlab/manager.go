@@ -9,8 +9,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/klog/v2/textlogger"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -22,7 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/schedlab/schedlab/api/v1alpha1"
 	"github.com/schedlab/schedlab/controllers"
 	"github.com/schedlab/schedlab/controllers/analysis"
 )
@@ -82,18 +79,6 @@ func (f *managerFlags) config() (controllers.Config, error) {
 	return c, nil
 }
 
-// Scheme holds the types the manager and the agent use.
-func newScheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		panic(err)
-	}
-	if err := v1alpha1.AddToScheme(s); err != nil {
-		panic(err)
-	}
-	return s
-}
-
 func runManager(args []string) int {
 	fs := flag.NewFlagSet("schedlab manager", flag.ContinueOnError)
 	var f managerFlags
@@ -117,7 +102,7 @@ func runManager(args []string) int {
 	}
 	inNamespace := map[string]cache.Config{cfg.Namespace: {}}
 	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
-		Scheme:                        newScheme(),
+		Scheme:                        controllers.NewScheme(),
 		Metrics:                       metricsserver.Options{BindAddress: f.metricsAddr},
 		HealthProbeBindAddress:        f.probeAddr,
 		LeaderElection:                f.leaderElect,

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
 
 	"github.com/schedlab/schedlab/api/v1alpha1"
+	"github.com/schedlab/schedlab/controllers"
 	"github.com/schedlab/schedlab/internal/experiment"
 )
 
@@ -62,7 +63,7 @@ func runReport(args []string) int {
 		fmt.Fprintln(os.Stderr, "schedlab report: finding the cluster:", err)
 		return 1
 	}
-	c, err := client.New(cfg, client.Options{Scheme: newScheme()})
+	c, err := client.New(cfg, client.Options{Scheme: controllers.NewScheme()})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "schedlab report:", err)
 		return 1

@@ -22,10 +22,6 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-
-	"github.com/schedlab/schedlab/api/v1alpha1"
 	"github.com/schedlab/schedlab/hack/localcluster/cluster"
 )
 
@@ -43,18 +39,6 @@ func TestMain(m *testing.M) {
 }
 
 func path(elem ...string) string { return filepath.Join(append([]string{repoRoot}, elem...)...) }
-
-func newScheme(t testing.TB) *runtime.Scheme {
-	t.Helper()
-	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
-	if err := v1alpha1.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
 
 // requireBinaries fails the test, naming the make target that builds them, when a binary the
 // test runs is missing.

@@ -28,13 +28,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/schedlab/schedlab/api/v1alpha1"
+	"github.com/schedlab/schedlab/controllers"
 	"github.com/schedlab/schedlab/hack/localcluster/cluster"
 )
 
@@ -83,16 +82,7 @@ type Lab struct {
 }
 
 // Scheme has the built-in types and schedlab's.
-func Scheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		panic(err)
-	}
-	if err := v1alpha1.AddToScheme(s); err != nil {
-		panic(err)
-	}
-	return s
-}
+func Scheme() *runtime.Scheme { return controllers.NewScheme() }
 
 // Start starts the cluster, installs schedlab and starts the manager. On error, everything
 // started is stopped.
