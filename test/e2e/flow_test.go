@@ -74,7 +74,7 @@ func startLab(t *testing.T) *lab.Lab {
 		Dir:         t.TempDir(),
 		RepoRoot:    repoRoot,
 		Manifests:   manifests,
-		ManagerArgs: []string{"--deadline-margin=2m", "--restore-timeout=1m"},
+		ManagerArgs: []string{"--deadline-margin=3m", "--restore-timeout=1m"},
 		Logf:        t.Logf,
 	})
 	if err != nil {
@@ -167,7 +167,9 @@ func testMeasure(t *testing.T, l *lab.Lab) {
 		got, err = waitCompleted(t, l, exp.Name, 4*time.Minute)
 		var retry string
 		switch {
-		case err != nil && strings.Contains(err.Error(), "node is busy"):
+		case err != nil && (strings.Contains(err.Error(), "node is busy") || strings.Contains(err.Error(), "TimedOut")):
+			// A busy node fails the agent, whose Pod then restarts with a back-off; the node may
+			// time out before the other run lets go.
 			retry = err.Error()
 		case err != nil:
 			t.Fatal(err)
