@@ -114,7 +114,9 @@ func TestRunWeights100200400(t *testing.T) {
 	checkNoWorkers(t, st)
 	w := st.Windows[0]
 	want := fairShares(float64(st.Capabilities.CPUs), []float64{100, 200, 400})
-	tol := 0.05
+	// CPU time the other processes on the machine took may all have come
+	// out of one group, noisy window or not: it widens the tolerance.
+	tol := 0.05 + w.NoiseCPU
 	for i, g := range w.Groups {
 		t.Logf("%s: cpu %.3f (want %.3f), share %.3f, noise %.3f CPUs, attempts %d", g.Name, g.Metrics.CPU, want[i], g.Metrics.Share, w.NoiseCPU, w.Attempts)
 	}
@@ -122,9 +124,6 @@ func TestRunWeights100200400(t *testing.T) {
 	case w.NoiseCPU > 0.3:
 		t.Skipf("this machine is too busy to measure fairness: %.2f CPUs used by other processes during the window in every one of %d attempts", w.NoiseCPU, w.Attempts)
 	case w.Noisy:
-		// The other processes' CPU time may all have been taken from one
-		// group.
-		tol = 0.05 + w.NoiseCPU
 		t.Logf("the machine was noisy (%.2f CPUs not ours in every attempt): tolerance 0.05 + %.2f", w.NoiseCPU, w.NoiseCPU)
 	}
 	for i, g := range w.Groups {

@@ -170,8 +170,16 @@ func TestPeriodic(t *testing.T) {
 	m := GroupMetrics(w, "frame")
 	ts := w.Tasks[0]
 	t.Logf("periodic 4ms/40ms: cpu %.3f, periods %d, misses %d, ops/s %.1f, latency %+v (noise %.2f)", m.CPU, ts.Periods, ts.Misses, *m.OpsPerSec, *m.WakeupLatencyUs, noise)
-	if !near(m.CPU, 0.1, 0.015) {
-		t.Errorf("Periodic 4ms every 40ms used %.3f CPUs, want ≈0.1", m.CPU)
+	// The worker's CPU is its work thread's 4 ms per period plus what the
+	// Go runtime's threads and the wake-ups cost: 0.108-0.116 CPU was seen
+	// in quiet windows on a virtual machine, more on a busy one. A pattern
+	// that ran wall-clock time or twice per period would be far outside.
+	tol := 0.025
+	if noise >= quietNoise {
+		tol = 0.035
+	}
+	if !near(m.CPU, 0.1, tol) {
+		t.Errorf("Periodic 4ms every 40ms used %.3f CPUs, want 0.1 ± %.3f (noise %.2f)", m.CPU, tol, noise)
 	}
 	wantPeriods := w.Duration.Seconds() / 0.040
 	if !near(float64(ts.Periods), wantPeriods, 3) {
@@ -356,8 +364,10 @@ func TestHogsInCappedCgroupShareIt(t *testing.T) {
 	if noise < quietNoise && !near(m.CPU, 1, 0.05) {
 		t.Errorf("two hogs under a 1-CPU quota on a quiet machine used %.3f CPUs, want ≈1", m.CPU)
 	}
+	// Equal hogs split the quota equally only when nothing else competes
+	// for their CPUs: another process on one CPU slows the hog there.
 	a, b := float64(w.Tasks[0].CPUNs), float64(w.Tasks[1].CPUNs)
-	if math.Abs(a-b)/(a+b) > 0.1 {
+	if noise < quietNoise && math.Abs(a-b)/(a+b) > 0.1 {
 		t.Errorf("two equal hogs in one cgroup got %.0f and %.0f ns", a, b)
 	}
 }
