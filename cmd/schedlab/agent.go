@@ -38,6 +38,7 @@ func runAgent(args []string) int {
 	fs.StringVar(&opts.WorkerBinary, "worker-binary", "", "schedlab binary re-executed as workload workers (default: this binary)")
 	fs.Float64Var(&opts.NoiseThreshold, "noise-threshold", 0, "CPUs used by anything but the workload above which a window is noisy and re-run (0: 5% of the CPUs, at least 0.1)")
 	fs.IntVar(&opts.MaxAttempts, "max-attempts", 3, "attempts per window while it is noisy")
+	fs.DurationVar(&opts.LockWait, "lock-wait", 2*time.Minute, "wait this long for another run holding this node (a local schedlab run, say) to finish, instead of failing at once")
 	fs.DurationVar(&progress, "progress-interval", 5*time.Second, "least time between two progress writes to the NodeRun")
 	logCfg := textlogger.NewConfig()
 	logCfg.AddFlags(fs)
