@@ -10,7 +10,6 @@
 package cluster
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -32,13 +31,12 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/schedlab/schedlab/hack/localcluster/kubelet"
+	"github.com/schedlab/schedlab/test/envtest"
 )
 
 const (
 	serviceCIDR = "10.0.0.0/24"
 	serviceIP   = "10.0.0.1"
-	// ModulePath marks the repository root (see RepoRoot).
-	ModulePath = "github.com/schedlab/schedlab"
 )
 
 // Options configures a local cluster. Only Dir is required.
@@ -448,36 +446,6 @@ func writeKubeconfig(path, server string, caPEM, certPEM, keyPEM []byte, token s
 	return clientcmd.WriteToFile(*cfg, path)
 }
 
-// RepoRoot returns the nearest directory at or above the working directory whose go.mod
-// declares ModulePath.
-func RepoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if modulePathOf(filepath.Join(dir, "go.mod")) == ModulePath {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("localcluster: no go.mod of " + ModulePath + " at or above the working directory")
-		}
-		dir = parent
-	}
-}
-
-func modulePathOf(gomod string) string {
-	f, err := os.Open(gomod)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		if rest, ok := strings.CutPrefix(strings.TrimSpace(s.Text()), "module "); ok {
-			return strings.Trim(strings.TrimSpace(rest), `"`)
-		}
-	}
-	return ""
-}
+// RepoRoot returns the repository root: the nearest directory at or above the
+// working directory whose go.mod declares the schedlab module.
+func RepoRoot() (string, error) { return envtest.RepoRoot() }
