@@ -75,6 +75,10 @@ func (r *SchedExperimentReconciler) selectNodes(ctx context.Context, s *scope) e
 	progress := make([]v1alpha1.NodeProgress, 0, len(s.chosen))
 	for _, n := range s.chosen {
 		p := v1alpha1.NodeProgress{Name: n, Phase: v1alpha1.NodeRunPending}
+		if !s.measure() {
+			// Nothing runs on the node: it only lends its shape.
+			p.Phase, p.Message = "", "Simulate mode: predicted for this node's shape, nothing runs on it"
+		}
 		if sh, ok := r.shapeOf(s, n, nil); ok {
 			p.Shape = shapeName(sh)
 		}

@@ -274,6 +274,11 @@ func TestSimulate(t *testing.T) {
 	if _, ok := h.daemonSet(name); ok || len(h.nodeRuns(name)) != 0 || len(h.leases()) != 0 {
 		t.Errorf("Simulate made a DaemonSet, NodeRuns or Leases")
 	}
+	for _, n := range e.Status.Nodes {
+		if n.Phase != "" || n.Shape == "" {
+			t.Errorf("node %s: phase %q shape %q; a Simulate experiment runs nothing on its nodes and names their shapes", n.Name, n.Phase, n.Shape)
+		}
+	}
 }
 
 // TestSimulateSweep: a Simulate experiment with a sweep gets its curve and
