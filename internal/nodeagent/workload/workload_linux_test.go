@@ -191,8 +191,10 @@ func TestPeriodic(t *testing.T) {
 	if noise < quietNoise && *m.DeadlineMissRatio != 0 {
 		t.Errorf("deadline miss ratio %.3f on a quiet machine, want 0", *m.DeadlineMissRatio)
 	}
-	if m.WakeupLatencyUs.Count != ts.Periods-ts.Misses && m.WakeupLatencyUs.Count < ts.Periods-ts.Misses {
-		t.Errorf("latency samples %d, periods %d", m.WakeupLatencyUs.Count, ts.Periods)
+	// A window's edge can fall between a period's count and its latency
+	// sample, so one sample may belong to the neighbouring window.
+	if m.WakeupLatencyUs.Count < ts.Periods-ts.Misses-1 {
+		t.Errorf("latency samples %d, periods %d, misses %d: want a sample for every period on time", m.WakeupLatencyUs.Count, ts.Periods, ts.Misses)
 	}
 }
 
