@@ -188,9 +188,9 @@ func TestSpecChangeMidRun(t *testing.T) {
 			t.Errorf("NodeRun %s: spec gen %d status gen %d phase %s", nr.Name, nr.Spec.ExperimentGeneration, nr.Status.ExperimentGeneration, nr.Status.Phase)
 		}
 	}
-	// Two agents per generation at least; the stand-in kubelet may start an
-	// agent once more when its DaemonSet is replaced while a Pod is being
-	// set up (6 starts were seen in one CI dry run, with correct results).
+	// Two agents per generation at least. One CI dry run saw 6 starts with
+	// correct results; which agent started twice, and why, is not known yet
+	// (the test harness's kubelet counts every start it makes).
 	if got := h.kubelet.starts.Load(); got < 4 {
 		t.Errorf("%d agents started, want at least 4 (two per generation)", got)
 	} else if got != 4 {
