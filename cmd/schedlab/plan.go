@@ -210,7 +210,7 @@ func planShapes(spec *v1alpha1.SchedExperimentSpec, f *planFlags) ([]v1alpha1.No
 	}
 	sf := shapeFlags{scheduler: f.scheduler, hz: f.hz, preempt: f.preempt}
 	for i := range shapes {
-		one, err := sf.shapesFrom(shapes[i])
+		one, err := sf.applyTo(shapes[i])
 		if err != nil {
 			return nil, err
 		}
@@ -219,8 +219,8 @@ func planShapes(spec *v1alpha1.SchedExperimentSpec, f *planFlags) ([]v1alpha1.No
 	return shapes, nil
 }
 
-// shapesFrom applies the scheduler, hz and preempt flags to a shape.
-func (f *shapeFlags) shapesFrom(base v1alpha1.NodeShape) (v1alpha1.NodeShape, error) {
+// applyTo applies the scheduler, hz and preempt flags to a shape.
+func (f *shapeFlags) applyTo(base v1alpha1.NodeShape) (v1alpha1.NodeShape, error) {
 	if f.scheduler != "" {
 		s, err := experiment.ParseScheduler(f.scheduler)
 		if err != nil {

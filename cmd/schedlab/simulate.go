@@ -42,7 +42,6 @@ func (f *shapeFlags) register(fs *flag.FlagSet) {
 // spec.simulation.nodes; with neither, this machine's shape.
 func (f *shapeFlags) shapes(spec *v1alpha1.SchedExperimentSpec) ([]v1alpha1.NodeShape, error) {
 	overridden := f.cpus != 0 || f.scheduler != "" || f.hz != 0 || f.preempt != ""
-	var shapes []v1alpha1.NodeShape
 	if spec.Simulation != nil && len(spec.Simulation.Nodes) > 0 && !overridden {
 		return spec.Simulation.Nodes, nil
 	}
@@ -56,30 +55,11 @@ func (f *shapeFlags) shapes(spec *v1alpha1.SchedExperimentSpec) ([]v1alpha1.Node
 		}
 		base.CPUs = int32(f.cpus)
 	}
-	if f.scheduler != "" {
-		s, err := experiment.ParseScheduler(f.scheduler)
-		if err != nil {
-			return nil, fmt.Errorf("--scheduler: %w", err)
-		}
-		base.Scheduler = s
+	base, err := f.applyTo(base)
+	if err != nil {
+		return nil, err
 	}
-	if f.hz != 0 {
-		switch f.hz {
-		case 100, 250, 300, 1000:
-		default:
-			return nil, fmt.Errorf("--hz %d: use 100, 250, 300 or 1000", f.hz)
-		}
-		base.HZ = int32(f.hz)
-	}
-	if f.preempt != "" {
-		p, err := experiment.ParsePreempt(f.preempt)
-		if err != nil {
-			return nil, fmt.Errorf("--preempt: %w", err)
-		}
-		base.Preempt = p
-	}
-	shapes = append(shapes, base)
-	return shapes, nil
+	return []v1alpha1.NodeShape{base}, nil
 }
 
 func (f *shapeFlags) options() experiment.PredictOptions {
