@@ -140,20 +140,7 @@ func ApplySweepPoint(spec *v1alpha1.SchedExperimentSpec, shape v1alpha1.NodeShap
 		p := a.Param
 		switch p.Target {
 		case v1alpha1.SweepReplicas, v1alpha1.SweepTasks, v1alpha1.SweepCPUWeight:
-			for gi := range s.Workload.Groups {
-				g := &s.Workload.Groups[gi]
-				if g.Name != p.Group {
-					continue
-				}
-				switch p.Target {
-				case v1alpha1.SweepReplicas:
-					g.Replicas = int32(v)
-				case v1alpha1.SweepTasks:
-					g.Tasks = ptr(int32(v))
-				case v1alpha1.SweepCPUWeight:
-					g.CPUWeight = ptr(int32(v))
-				}
-			}
+			setGroupParam(s, p, v)
 		case v1alpha1.SweepCPUs:
 			shape.CPUs = int32(v)
 		default:
@@ -411,4 +398,23 @@ func axisNames(axes []SweepAxis) []string {
 		n[i] = a.Name
 	}
 	return n
+}
+
+// setGroupParam sets a group-targeted sweep parameter (replicas, tasks or
+// cpuWeight of the group it names) to v in s.
+func setGroupParam(s *v1alpha1.SchedExperimentSpec, p v1alpha1.SweepParameter, v int64) {
+	for gi := range s.Workload.Groups {
+		g := &s.Workload.Groups[gi]
+		if g.Name != p.Group {
+			continue
+		}
+		switch p.Target {
+		case v1alpha1.SweepReplicas:
+			g.Replicas = int32(v)
+		case v1alpha1.SweepTasks:
+			g.Tasks = ptr(int32(v))
+		case v1alpha1.SweepCPUWeight:
+			g.CPUWeight = ptr(int32(v))
+		}
+	}
 }

@@ -131,19 +131,7 @@ func (v *validator) sweep(s *v1alpha1.SchedExperimentSpec) {
 			if len(vals) == 0 || !isGroupTarget(p.Target) {
 				continue
 			}
-			mx := vals[len(vals)-1]
-			for gi := range corner.Workload.Groups {
-				g := &corner.Workload.Groups[gi]
-				if g.Name != p.Group {
-					continue
-				}
-				switch p.Target {
-				case v1alpha1.SweepReplicas:
-					g.Replicas = int32(mx)
-				case v1alpha1.SweepTasks:
-					g.Tasks = ptr(int32(mx))
-				}
-			}
+			setGroupParam(corner, p, vals[len(vals)-1])
 		}
 		if n := corner.Workload.TotalTasks(); n > v1alpha1.MaxTotalTasks {
 			v.addf("spec.sweep", "at the sweep's largest value the workload would have more than %d tasks (the sum of replicas × tasks over the groups): it would have %d, lower the sweep's upper bound", v1alpha1.MaxTotalTasks, n)
