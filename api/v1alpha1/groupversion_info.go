@@ -30,6 +30,7 @@ func addKnownTypes(s *runtime.Scheme) error {
 	s.AddKnownTypes(GroupVersion,
 		&SchedExperiment{}, &SchedExperimentList{},
 		&NodeRun{}, &NodeRunList{},
+		&SchedProfile{}, &SchedProfileList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

@@ -113,6 +113,29 @@ type GroupResult struct {
 	Unsupported string `json:"unsupported,omitempty"`
 }
 
+// Recommendation is a significantly better variant, ready to promote.
+type Recommendation struct {
+	// variant recommended.
+	// +required
+	// +kubebuilder:validation:MaxLength=40
+	Variant string `json:"variant"`
+	// baseline it was compared with.
+	// +optional
+	// +kubebuilder:validation:MaxLength=40
+	Baseline string `json:"baseline,omitempty"`
+	// knobs of the variant, as a SchedProfile's spec.knobs.
+	// +optional
+	Knobs Knobs `json:"knobs,omitempty"`
+	// effects measured against the baseline, one per objective.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=8
+	Effects []Effect `json:"effects,omitempty"`
+	// resultsGeneration the recommendation belongs to.
+	// +optional
+	Generation int64 `json:"generation,omitempty"`
+}
+
 // SchedExperimentStatus is what the controller observed.
 type SchedExperimentStatus struct {
 	// observedGeneration is the generation the status was computed for.
@@ -154,6 +177,12 @@ type SchedExperimentStatus struct {
 	// bestVariantReason explains the choice.
 	// +optional
 	BestVariantReason string `json:"bestVariantReason,omitempty"`
+
+	// recommendation is the best variant as a profile would carry it: its
+	// knobs and measured effect, for `schedlab promote` and GitOps bots. It
+	// is set only when a variant won with significance.
+	// +optional
+	Recommendation *Recommendation `json:"recommendation,omitempty"`
 
 	// predictionError is the mean absolute relative error of the predicted
 	// cpu over the rows with measurements, e.g. "4.2%".
