@@ -96,6 +96,40 @@ type GroupMeasurement struct {
 	Name string `json:"name"`
 	// metrics measured.
 	Metrics Metrics `json:"metrics"`
+	// invariants are what the group's workers did besides their pattern in
+	// the window: the proof that the workers did not disturb the measurement.
+	// +optional
+	Invariants *WorkerInvariants `json:"invariants,omitempty"`
+}
+
+// WorkerInvariants are counted over one window for one group's workers. A
+// worker's work thread does only its pattern; its other threads (the Go
+// runtime's, the control path's) stay idle. A work thread that sleeps more
+// often than its pattern asks, or side threads that use CPU, perturb the
+// scheduler they are meant to measure.
+type WorkerInvariants struct {
+	// workVoluntary is the voluntary context switches (sleeps, blocks) of
+	// the group's work threads, summed over its tasks.
+	// +optional
+	WorkVoluntary int64 `json:"workVoluntary"`
+	// workInvoluntary is the involuntary context switches (preemptions) of
+	// the group's work threads.
+	// +optional
+	WorkInvoluntary int64 `json:"workInvoluntary"`
+	// patternBlocks is how many times the pattern itself slept or blocked
+	// (timer sleeps, pipe reads; 0 for Hog): each can cost at most one
+	// voluntary switch, so workVoluntary above patternBlocks is a
+	// perturbation.
+	// +optional
+	PatternBlocks int64 `json:"patternBlocks"`
+	// sideCPU is the CPUs (1.0 = one whole CPU) that the workers' other
+	// threads used over the window, summed over the group's tasks.
+	// +optional
+	SideCPU float64 `json:"sideCPU"`
+	// sideSwitches is the context switches of those other threads: how
+	// often they woke up in the window.
+	// +optional
+	SideSwitches int64 `json:"sideSwitches"`
 }
 
 // WindowResult is one variant × repetition measured on a node.
@@ -118,6 +152,18 @@ type WindowResult struct {
 	// noiseCPU is the CPUs used by everything but the workload.
 	// +optional
 	NoiseCPU float64 `json:"noiseCPU,omitempty"`
+	// perturbed is set when, in every attempt, some group's workers broke
+	// their invariants (see WorkerInvariants): work threads that slept more
+	// than their pattern asks (beyond one switch per task per 10 s), or
+	// side threads that used more than 0.2% of a CPU. Such a window says as
+	// much about the worker as about the scheduler; like a noisy one it is
+	// re-run first.
+	// +optional
+	Perturbed bool `json:"perturbed,omitempty"`
+	// perturbedReason names the group and the invariant it broke.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	PerturbedReason string `json:"perturbedReason,omitempty"`
 	// groups measured.
 	// +optional
 	// +listType=atomic
