@@ -1,6 +1,8 @@
 package workload
 
 import (
+	"fmt"
+
 	"github.com/schedlab/schedlab/api/v1alpha1"
 )
 
@@ -93,4 +95,59 @@ func WindowMetrics(w *Window) map[string]v1alpha1.Metrics {
 		out[g] = m
 	}
 	return out
+}
+
+// GroupInvariants sums what the group's workers did besides their pattern
+// over the window (see v1alpha1.WorkerInvariants); nil when the window has
+// no task of the group.
+func GroupInvariants(w *Window, group string) *v1alpha1.WorkerInvariants {
+	if w == nil || w.Duration <= 0 {
+		return nil
+	}
+	var inv v1alpha1.WorkerInvariants
+	var side int64
+	n := 0
+	for i := range w.Tasks {
+		t := &w.Tasks[i]
+		if t.Group != group {
+			continue
+		}
+		n++
+		inv.WorkVoluntary += t.Voluntary
+		inv.WorkInvoluntary += t.Involuntary
+		inv.PatternBlocks += t.Blocks
+		side += t.SideCPUNs
+		inv.SideSwitches += t.SideSwitches
+	}
+	if n == 0 {
+		return nil
+	}
+	inv.SideCPU = float64(side) / 1e9 / w.Duration.Seconds()
+	return &inv
+}
+
+// Invariant limits. A work thread may sleep beyond its pattern's own sleeps
+// and blocks at most once per task per 10 s of window (and once per task in
+// a shorter window): a window edge can split a sleep from its count. The
+// workers' side threads together may use at most 0.2% of a CPU.
+const (
+	MaxExtraSleepsPerTaskPer10s = 1
+	MaxSideCPU                  = 0.002
+)
+
+// Perturbed says why a group's workers perturbed the window ("" when they
+// did not): tasks is the group's number of tasks, secs the window's length.
+func Perturbed(inv *v1alpha1.WorkerInvariants, tasks int, secs float64) string {
+	if inv == nil || tasks <= 0 {
+		return ""
+	}
+	allowed := float64(tasks) * MaxExtraSleepsPerTaskPer10s * max(1, secs/10)
+	if extra := inv.WorkVoluntary - inv.PatternBlocks; float64(extra) > allowed {
+		return fmt.Sprintf("work threads slept %d times beyond their pattern's %d sleeps and blocks in %.1f s (at most %.0f allowed for %d tasks)",
+			extra, inv.PatternBlocks, secs, allowed, tasks)
+	}
+	if inv.SideCPU > MaxSideCPU {
+		return fmt.Sprintf("the workers' other threads used %.4f CPUs (at most %.3f allowed), waking %d times", inv.SideCPU, MaxSideCPU, inv.SideSwitches)
+	}
+	return ""
 }

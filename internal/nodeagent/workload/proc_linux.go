@@ -9,28 +9,33 @@ import (
 	"github.com/prometheus/procfs"
 )
 
-// counters are one reading of a worker's scheduler counters.
-type counters struct {
-	cpuNs       int64 // all threads
-	runDelayNs  int64 // work thread
-	voluntary   int64 // work thread
-	involuntary int64 // work thread
+// procCounters are one reading of a worker's scheduler counters.
+type procCounters struct {
+	cpuNs        int64 // all threads
+	runDelayNs   int64 // work thread
+	voluntary    int64 // work thread
+	involuntary  int64 // work thread
+	sideCPUNs    int64 // every other thread
+	sideSwitches int64 // every other thread: times scheduled in
 }
 
-func (c counters) sub(o counters) counters {
-	return counters{c.cpuNs - o.cpuNs, c.runDelayNs - o.runDelayNs, c.voluntary - o.voluntary, c.involuntary - o.involuntary}
+func (c procCounters) sub(o procCounters) procCounters {
+	return procCounters{c.cpuNs - o.cpuNs, c.runDelayNs - o.runDelayNs, c.voluntary - o.voluntary, c.involuntary - o.involuntary,
+		c.sideCPUNs - o.sideCPUNs, c.sideSwitches - o.sideSwitches}
 }
 
-// readCounters reads /proc/<pid>/task/*/schedstat (on-CPU time of every
-// thread) and, for the work thread tid, its run delay and its voluntary and
-// involuntary context switches from /proc/<pid>/task/<tid>/{schedstat,status}.
-func readCounters(fs procfs.FS, pid, tid int) (counters, error) {
-	var c counters
+// readCounters reads /proc/<pid>/task/*/schedstat (on-CPU time and times
+// scheduled in of every thread) and, for the work thread tid, its run delay
+// and its voluntary and involuntary context switches from
+// /proc/<pid>/task/<tid>/{schedstat,status}. tid 0 counts every thread as a
+// side thread (a session leader).
+func readCounters(fs procfs.FS, pid, tid int) (procCounters, error) {
+	var c procCounters
 	threads, err := fs.AllThreads(pid)
 	if err != nil {
 		return c, fmt.Errorf("listing threads of %d: %w", pid, err)
 	}
-	found := false
+	found := tid == 0
 	for _, th := range threads {
 		ss, err := th.Schedstat()
 		if err != nil {
@@ -40,16 +45,19 @@ func readCounters(fs procfs.FS, pid, tid int) (counters, error) {
 			return c, fmt.Errorf("reading schedstat of %d/%d: %w", pid, th.PID, err)
 		}
 		c.cpuNs += int64(ss.RunningNanoseconds)
-		if th.PID == tid {
-			found = true
-			c.runDelayNs = int64(ss.WaitingNanoseconds)
-			st, err := th.NewStatus()
-			if err != nil {
-				return c, fmt.Errorf("reading status of %d/%d: %w", pid, tid, err)
-			}
-			c.voluntary = int64(st.VoluntaryCtxtSwitches)
-			c.involuntary = int64(st.NonVoluntaryCtxtSwitches)
+		if th.PID != tid {
+			c.sideCPUNs += int64(ss.RunningNanoseconds)
+			c.sideSwitches += int64(ss.RunTimeslices)
+			continue
 		}
+		found = true
+		c.runDelayNs = int64(ss.WaitingNanoseconds)
+		st, err := th.NewStatus()
+		if err != nil {
+			return c, fmt.Errorf("reading status of %d/%d: %w", pid, tid, err)
+		}
+		c.voluntary = int64(st.VoluntaryCtxtSwitches)
+		c.involuntary = int64(st.NonVoluntaryCtxtSwitches)
 	}
 	if !found {
 		return c, fmt.Errorf("work thread %d of process %d is gone", tid, pid)

@@ -27,6 +27,10 @@ type workerConfig struct {
 	// Initiator is true for the PingPong side that starts round trips.
 	Initiator bool   `json:"initiator,omitempty"`
 	Seed      uint64 `json:"seed,omitempty"`
+	// Slot is the task's slot in the shared counters (fd shmFD).
+	Slot int `json:"slot"`
+	// Perturb runs the work as an ordinary goroutine (see Task.Perturb).
+	Perturb bool `json:"perturb,omitempty"`
 
 	Nice    *int   `json:"nice,omitempty"`
 	Policy  string `json:"policy,omitempty"`
@@ -42,25 +46,23 @@ type sessionChild struct {
 	FDs    []int        `json:"fds"`
 }
 
-// File descriptors of a worker: the control socket, and for PingPong the
-// pipe it reads its partner from and the pipe it writes to.
+// File descriptors of a worker: the control socket, the shared counters,
+// and for PingPong the pipe it reads its partner from and the pipe it writes
+// to.
 const (
 	ctrlFD     = 3
-	peerReadFD = 4
-	peerWrFD   = 5
+	shmFD      = 4
+	peerReadFD = 5
+	peerWrFD   = 6
 )
 
 // msg is one control message, one JSON object per line, in either direction.
 type msg struct {
-	T       string `json:"t"`
-	PID     int    `json:"pid,omitempty"`
-	TID     int    `json:"tid,omitempty"`
-	PIDs    []int  `json:"pids,omitempty"`
-	Err     string `json:"err,omitempty"`
-	Hist    []byte `json:"hist,omitempty"`
-	Ops     int64  `json:"ops,omitempty"`
-	Periods int64  `json:"periods,omitempty"`
-	Misses  int64  `json:"misses,omitempty"`
+	T    string `json:"t"`
+	PID  int    `json:"pid,omitempty"`
+	TID  int    `json:"tid,omitempty"`
+	PIDs []int  `json:"pids,omitempty"`
+	Err  string `json:"err,omitempty"`
 	// Placed is sent with "running".
 	Placed *Placement `json:"placed,omitempty"`
 }
@@ -70,11 +72,7 @@ const (
 	msgReady   = "ready"   // worker → parent: placed itself; pid, tid of the work thread
 	msgError   = "error"   // worker → parent: cannot go on; err
 	msgGo      = "go"      // parent → worker: start working
-	msgRunning = "running" // worker → parent: working
-	msgBegin   = "begin"   // parent → worker: reset histogram and counters
-	msgBegun   = "begun"   // worker → parent
-	msgEnd     = "end"     // parent → worker: report
-	msgEnded   = "ended"   // worker → parent: hist, ops, periods, misses
+	msgRunning = "running" // worker → parent: working (placed); nothing more is said until the end
 	msgSpawn   = "spawn"   // parent → session leader: fork the children
 	msgSpawned = "spawned" // session leader → parent: pids
 	msgKill    = "kill"    // parent → session leader: SIGKILL and reap the children
@@ -84,7 +82,7 @@ const (
 // taskConfig turns a Task into its worker's configuration, validating the
 // pattern's parameters again (the agent never trusts the API server).
 func taskConfig(t Task, runID string, index int) (workerConfig, error) {
-	c := workerConfig{RunID: runID, Mode: "task", Pattern: t.Pattern.Type, Nice: t.Nice, Policy: t.Policy, SliceNs: t.SliceNs, Seed: t.Seed}
+	c := workerConfig{RunID: runID, Mode: "task", Pattern: t.Pattern.Type, Nice: t.Nice, Policy: t.Policy, SliceNs: t.SliceNs, Seed: t.Seed, Slot: index, Perturb: t.Perturb}
 	ns := func(name string, d *metav1.Duration, lo, hi int64) (int64, error) {
 		if d == nil {
 			return 0, fmt.Errorf("task %d (%s/%d/%d): %s pattern needs %s", index, t.Group, t.Replica, t.Index, t.Pattern.Type, name)

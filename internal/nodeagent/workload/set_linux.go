@@ -27,9 +27,9 @@ import (
 // MaxTasks is the most tasks a Spec may have, as in the CRD schema.
 const MaxTasks = 512
 
-// Timeouts of the control protocol. A worker that spins (Hog) answers within
-// a Go preemption tick or two (~10-20 ms) on a quiet machine; on a heavily
-// overloaded one (load 60 on 2 CPUs) answers took up to 10 s, hence the room.
+// Timeouts of the control protocol, which is spoken only while workers
+// start and stop (windows need no message). On a heavily overloaded machine
+// (load 60 on 2 CPUs) start-up answers took up to 10 s, hence the room.
 const (
 	startTimeout = 30 * time.Second
 	msgTimeout   = 30 * time.Second
@@ -47,7 +47,9 @@ type proc struct {
 	conn   net.Conn
 	enc    *json.Encoder
 	dec    *json.Decoder
-	base   counters
+	base   procCounters
+	slot   *slot
+	slotAt slotSnap
 	placed Placement
 	leader *proc // for a session's task
 }
@@ -98,6 +100,7 @@ type Set struct {
 	connMu  sync.Mutex
 	conns   []net.Conn // every control socket, for aborting a Start
 	spawner *spawner
+	shm     *shm // every task's counters, slot i for Spec.Tasks[i]
 }
 
 // spawner forks every worker of a Set from one OS thread that lives exactly
@@ -181,7 +184,11 @@ func Start(ctx context.Context, spec Spec) (*Set, error) {
 	if err != nil {
 		return nil, fmt.Errorf("workload: opening /proc: %w", err)
 	}
-	s := &Set{spec: spec, runID: spec.RunID, fs: fs, tasks: make([]*proc, len(spec.Tasks)), spawner: newSpawner()}
+	mem, err := newShm(len(spec.Tasks))
+	if err != nil {
+		return nil, err
+	}
+	s := &Set{spec: spec, runID: spec.RunID, fs: fs, tasks: make([]*proc, len(spec.Tasks)), spawner: newSpawner(), shm: mem}
 	if s.runID == "" {
 		var b [6]byte
 		_, _ = rand.Read(b[:])
@@ -240,8 +247,12 @@ func validate(spec Spec) ([]workerConfig, error) {
 	return cfgs, nil
 }
 
+// env is every worker's whole environment. GOMAXPROCS=1: one P, which the
+// work thread gives up for good, so the runtime's own threads have one idle
+// P and park. GOGC=off: no garbage collection, which would stop the world
+// and wait for a work thread that never stops (worker_linux.go says more).
 func (s *Set) env() []string {
-	return []string{WorkerEnv + "=" + s.runID, "GOMAXPROCS=1", "PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
+	return []string{WorkerEnv + "=" + s.runID, "GOMAXPROCS=1", "GOGC=off", "PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
 }
 
 func (s *Set) start(ctx context.Context, cfgs []workerConfig) error {
@@ -253,6 +264,11 @@ func (s *Set) start(ctx context.Context, cfgs []workerConfig) error {
 		}
 	}()
 	keep := func(f *os.File) *os.File { childFiles = append(childFiles, f); return f }
+	shmDup, err := unix.FcntlInt(uintptr(s.shm.fd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("workload: duplicating the counters' fd: %w", err)
+	}
+	shmFile := keep(os.NewFile(uintptr(shmDup), "counters"))
 
 	// PingPong pipes: pipeTo[i] is the pipe task i writes to its partner.
 	type pipe struct{ r, w *os.File }
@@ -289,6 +305,10 @@ func (s *Set) start(ctx context.Context, cfgs []workerConfig) error {
 		}
 		p := &proc{task: i, conn: conn, enc: json.NewEncoder(conn), dec: json.NewDecoder(conn)}
 		out := []*os.File{keep(os.NewFile(uintptr(fds[1]), "control-child"))}
+		if i >= 0 {
+			p.slot = s.shm.slot(i)
+			out = append(out, shmFile)
+		}
 		if i >= 0 && s.spec.Tasks[i].Pattern.Type == v1alpha1.PatternPingPong {
 			out = append(out, pipeTo[s.spec.Tasks[i].Peer].r, pipeTo[i].w)
 		}
@@ -455,23 +475,14 @@ func joinCgroup(procsFile string, pid int) error {
 	return nil
 }
 
-// Begin opens the measured window: every worker resets its histogram and
-// counters, then the scheduler counters of every worker are read.
+// Begin opens the measured window: it reads every worker's scheduler
+// counters (from /proc) and its pattern's counters (from shared memory).
+// Nothing is asked of the workers: they need no CPU time for it.
 func (s *Set) Begin() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.stopped {
 		return errors.New("workload: Begin after Stop")
-	}
-	for _, p := range s.tasks {
-		if err := p.send(msg{T: msgBegin}); err != nil {
-			return fmt.Errorf("workload: begin: %w", err)
-		}
-	}
-	for _, p := range s.tasks {
-		if _, err := p.recv(msgBegun, msgTimeout); err != nil {
-			return fmt.Errorf("workload: begin: %w", err)
-		}
 	}
 	t0 := time.Now()
 	for _, p := range s.tasks {
@@ -480,6 +491,17 @@ func (s *Set) Begin() error {
 			return fmt.Errorf("workload: begin: %w", err)
 		}
 		p.base = c
+		p.slotAt = readSlot(p.slot)
+		if p.slotAt.state != 1 {
+			return fmt.Errorf("workload: begin: %s has not started its work loop", p)
+		}
+	}
+	for _, l := range s.leaders {
+		c, err := readCounters(s.fs, l.pid, 0)
+		if err != nil {
+			return fmt.Errorf("workload: begin: %w", err)
+		}
+		l.base = c
 	}
 	// Reading many workers' counters takes a while on a loaded machine; End
 	// reads them in the same order, so the window runs from the middle of
@@ -490,7 +512,7 @@ func (s *Set) Begin() error {
 }
 
 // End closes the measured window and returns every task's statistics over
-// it, in Spec.Tasks order.
+// it, in Spec.Tasks order. Like Begin it asks nothing of the workers.
 func (s *Set) End() (*Window, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -509,28 +531,29 @@ func (s *Set) End() (*Window, error) {
 			return nil, fmt.Errorf("workload: end: %w", err)
 		}
 		d := c.sub(p.base)
+		hist, ops, periods, misses, blocks := readSlot(p.slot).since(p.slotAt)
 		t := s.spec.Tasks[i]
 		w.Tasks[i] = TaskStats{Group: t.Group, Replica: t.Replica, Index: t.Index, PID: p.pid, Pattern: t.Pattern.Type,
-			CPUNs: d.cpuNs, RunDelayNs: d.runDelayNs, Voluntary: d.voluntary, Involuntary: d.involuntary}
+			CPUNs: d.cpuNs, RunDelayNs: d.runDelayNs, Voluntary: d.voluntary, Involuntary: d.involuntary,
+			Blocks: blocks, SideCPUNs: d.sideCPUNs, SideSwitches: d.sideSwitches,
+			Latency: hist, Ops: ops, Periods: periods, Misses: misses}
 	}
-	w.Duration = t0.Add(time.Since(t0) / 2).Sub(s.began)
-	for _, p := range s.tasks {
-		if err := p.send(msg{T: msgEnd}); err != nil {
-			return nil, fmt.Errorf("workload: end: %w", err)
-		}
-	}
-	for i, p := range s.tasks {
-		m, err := p.recv(msgEnded, msgTimeout)
+	for _, l := range s.leaders {
+		c, err := readCounters(s.fs, l.pid, 0)
 		if err != nil {
 			return nil, fmt.Errorf("workload: end: %w", err)
 		}
-		h := NewHistogram()
-		if err := h.UnmarshalBinary(m.Hist); err != nil {
-			return nil, fmt.Errorf("workload: end: %s: %w", p, err)
+		d := c.sub(l.base)
+		// A session leader's threads count as side threads of its first task.
+		for i, p := range s.tasks {
+			if p.leader == l {
+				w.Tasks[i].SideCPUNs += d.sideCPUNs
+				w.Tasks[i].SideSwitches += d.sideSwitches
+				break
+			}
 		}
-		w.Tasks[i].Latency = h
-		w.Tasks[i].Ops, w.Tasks[i].Periods, w.Tasks[i].Misses = m.Ops, m.Periods, m.Misses
 	}
+	w.Duration = t0.Add(time.Since(t0) / 2).Sub(s.began)
 	return w, nil
 }
 
@@ -594,6 +617,8 @@ func (s *Set) Stop() error {
 		}
 	}
 	s.spawner.close()
+	s.shm.close()
+	s.shm = nil
 	left, err := Survivors(s.runID)
 	if err != nil {
 		errs = append(errs, err)

@@ -72,6 +72,13 @@ type Task struct {
 
 	// Seed seeds a Burst task's random generator.
 	Seed uint64
+
+	// Perturb runs the task's work as an ordinary goroutine, which the Go
+	// runtime preempts every 10 ms and then parks while it hands its P
+	// around: the worker as it was before its work thread left the Go
+	// scheduler. Only for tests that prove the invariants catch such a
+	// worker; never set in a real run.
+	Perturb bool
 }
 
 // Spec is the whole workload of one measurement.
@@ -98,15 +105,24 @@ type TaskStats struct {
 	Pattern v1alpha1.PatternType
 
 	// CPUNs is CPU time over the window, summed over all threads of the
-	// worker (as the cgroup's accounting counts it: the Go runtime's threads
-	// use a negligible share). RunDelayNs (time runnable but waiting on a
-	// run queue), Voluntary and Involuntary (context switches) are those of
-	// the worker's work thread only: the Go runtime's helper threads sleep
-	// and wake on their own timers and would drown the pattern's switches.
+	// worker (as the cgroup's accounting counts it). RunDelayNs (time
+	// runnable but waiting on a run queue), Voluntary and Involuntary
+	// (context switches) are those of the worker's work thread only.
 	CPUNs       int64
 	RunDelayNs  int64
 	Voluntary   int64
 	Involuntary int64
+
+	// Blocks is how many times the pattern slept or blocked (timer sleeps,
+	// pipe reads): the most voluntary switches the pattern itself can
+	// cause. SideCPUNs and SideSwitches are the CPU time and the times
+	// scheduled in of every other thread of the worker (the Go runtime's,
+	// the control path's), and for the first task of a session also of its
+	// session leader. A worker that does only its pattern has Voluntary ≤
+	// Blocks and ~0 side CPU.
+	Blocks       int64
+	SideCPUNs    int64
+	SideSwitches int64
 
 	// Latency holds the wakeup latencies (ns) recorded in the window:
 	// lateness of a timer (LatencyProbe, Periodic, Burst) or time from the
