@@ -198,6 +198,9 @@ func summarize(w io.Writer, st *v1alpha1.NodeRunStatus) {
 		case win.Noisy:
 			fmt.Fprintf(w, "variant %s, repetition %d: noisy (%.2f CPUs used by other processes, after %d attempts)\n", win.Variant, win.Repetition, win.NoiseCPU, win.Attempts)
 		}
+		if win.Perturbed {
+			fmt.Fprintf(w, "variant %s, repetition %d: perturbed by its own workers (after %d attempts): %s\n", win.Variant, win.Repetition, win.Attempts, win.PerturbedReason)
+		}
 	}
 	bad := 0
 	for _, r := range st.Knobs {

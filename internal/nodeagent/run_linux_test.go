@@ -131,6 +131,22 @@ func TestRunWeights100200400(t *testing.T) {
 			t.Errorf("%s: cpu %.3f, want %.3f ± %.2f", g.Name, g.Metrics.CPU, want[i], tol)
 		}
 	}
+	// The workers' invariants are reported with every group, and hogs
+	// neither sleep nor have busy side threads, however busy the machine.
+	if w.Perturbed {
+		t.Errorf("window perturbed by its own workers: %s", w.PerturbedReason)
+	}
+	for _, g := range w.Groups {
+		inv := g.Invariants
+		if inv == nil {
+			t.Errorf("%s: no invariants reported", g.Name)
+			continue
+		}
+		t.Logf("%s: invariants %+v", g.Name, *inv)
+		if inv.PatternBlocks != 0 || inv.WorkVoluntary > 1 {
+			t.Errorf("%s: a hog's work thread blocked: %+v", g.Name, *inv)
+		}
+	}
 }
 
 // fairShares is weighted max-min fairness of single-task groups on cpus

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -79,21 +80,27 @@ func (r *runner) progress(what string) {
 	}
 }
 
-// measure runs one variant's window, re-running it while it is noisy, up to
-// MaxAttempts.
+// measure runs one variant's window, re-running it while it is noisy or
+// perturbed (the workers broke their invariants), up to MaxAttempts.
 func (r *runner) measure(ctx context.Context, v *v1alpha1.Variant, rep int, settings []host.Setting, res *v1alpha1.WindowResult) error {
 	for attempt := 1; attempt <= r.opts.MaxAttempts; attempt++ {
-		groups, noise, err := r.window(ctx, settings, rep)
+		groups, noise, perturbed, err := r.window(ctx, settings, rep)
 		if err != nil {
 			return err
 		}
 		res.Attempts = int32(attempt)
 		res.Groups, res.NoiseCPU = groups, noise
 		res.Noisy = noise > r.opts.NoiseThreshold
-		if !res.Noisy {
+		res.Perturbed, res.PerturbedReason = perturbed != "", perturbed
+		if !res.Noisy && !res.Perturbed {
 			return nil
 		}
-		r.log.Info("Noisy window", "variant", v.Name, "repetition", rep, "attempt", attempt, "noiseCPU", noise, "threshold", r.opts.NoiseThreshold)
+		if res.Noisy {
+			r.log.Info("Noisy window", "variant", v.Name, "repetition", rep, "attempt", attempt, "noiseCPU", noise, "threshold", r.opts.NoiseThreshold)
+		}
+		if res.Perturbed {
+			r.log.Info("Perturbed window", "variant", v.Name, "repetition", rep, "attempt", attempt, "reason", perturbed)
+		}
 	}
 	return nil
 }
@@ -101,25 +108,25 @@ func (r *runner) measure(ctx context.Context, v *v1alpha1.Variant, rep int, sett
 // window applies the knobs, creates the cgroups, starts the workload, waits
 // for the warmup, measures one window and puts everything back, whatever
 // happens.
-func (r *runner) window(ctx context.Context, settings []host.Setting, rep int) (groups []v1alpha1.GroupMeasurement, noise float64, err error) {
+func (r *runner) window(ctx context.Context, settings []host.Setting, rep int) (groups []v1alpha1.GroupMeasurement, noise float64, perturbed string, err error) {
 	defer func() {
 		if rerr := r.ch.Restore(); rerr != nil {
 			err = errors.Join(err, fmt.Errorf("restoring after the window: %w", rerr))
 		}
 	}()
 	if err := r.ch.Apply(settings); err != nil {
-		return nil, 0, err
+		return nil, 0, "", err
 	}
 	var replicas []host.Replica
 	if r.cg != nil {
 		if replicas, err = r.cg.Create(r.ch, r.opts.RunID, r.spec.Workload.Groups); err != nil {
-			return nil, 0, err
+			return nil, 0, "", err
 		}
 	}
 	r.windows++
 	wid := fmt.Sprintf("%s.%d", r.opts.RunID, r.windows)
 	if err := r.ch.NoteWorkers(r.opts.RunID + "."); err != nil {
-		return nil, 0, err
+		return nil, 0, "", err
 	}
 	wspec := workload.Spec{Tasks: tasks(r.spec, replicas, rep), WorkerBinary: r.opts.WorkerBinary, RunID: wid}
 	// Package workload opens these files itself: give it their paths as
@@ -134,7 +141,7 @@ func (r *runner) window(ctx context.Context, settings []host.Setting, rep int) (
 	}
 	set, err := workload.Start(ctx, wspec)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, "", err
 	}
 	defer func() {
 		if serr := set.Stop(); serr != nil {
@@ -146,32 +153,32 @@ func (r *runner) window(ctx context.Context, settings []host.Setting, rep int) (
 		warm = r.spec.Warmup.Duration
 	}
 	if err := sleep(ctx, warm); err != nil {
-		return nil, 0, err
+		return nil, 0, "", err
 	}
 
 	// The node and cgroup counters are read inside the workload's window
 	// (opening and closing it takes a while with many workers on a busy
 	// node), and turned into rates over their own interval.
 	if err := set.Begin(); err != nil {
-		return nil, 0, err
+		return nil, 0, "", err
 	}
 	before, err := r.sample(replicas)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, "", err
 	}
 	if err := sleep(ctx, r.spec.Duration.Duration-time.Since(before.at)); err != nil {
-		return nil, 0, err
+		return nil, 0, "", err
 	}
 	after, err := r.sample(replicas)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, "", err
 	}
 	win, err := set.End()
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, "", err
 	}
-	groups, noise = r.metrics(win, replicas, before, after)
-	return groups, noise, nil
+	groups, noise, perturbed = r.metrics(win, replicas, before, after)
+	return groups, noise, perturbed, nil
 }
 
 func sleep(ctx context.Context, d time.Duration) error {
@@ -229,8 +236,9 @@ func (r *runner) sample(replicas []host.Replica) (sample, error) {
 // metrics turns a window into per-group metrics: group CPU from cgroup
 // accounting where the group has cgroups, from the tasks' schedstat sums for
 // session groups; the rest from the workload's per-task statistics. noise is
-// the CPUs used by everything else over the window.
-func (r *runner) metrics(win *workload.Window, replicas []host.Replica, before, after sample) ([]v1alpha1.GroupMeasurement, float64) {
+// the CPUs used by everything else over the window; perturbed says which
+// groups' workers broke their invariants, and how ("" if none did).
+func (r *runner) metrics(win *workload.Window, replicas []host.Replica, before, after sample) ([]v1alpha1.GroupMeasurement, float64, string) {
 	secs := win.Duration.Seconds()
 	wall := after.at.Sub(before.at).Seconds()
 	cgroupCPU := map[string]float64{}
@@ -240,6 +248,7 @@ func (r *runner) metrics(win *workload.Window, replicas []host.Replica, before, 
 		cgroupCPU[rep.Group] += (after.usage[rep.Dir] - before.usage[rep.Dir]).Seconds() / wall
 	}
 	var out []v1alpha1.GroupMeasurement
+	var perturbed []string
 	var total, tasksCPU float64
 	for _, t := range win.Tasks {
 		tasksCPU += float64(t.CPUNs) / 1e9 / secs
@@ -257,7 +266,11 @@ func (r *runner) metrics(win *workload.Window, replicas []host.Replica, before, 
 			m.CPUPerTask = m.CPU / float64(n)
 		}
 		total += m.CPU
-		out = append(out, v1alpha1.GroupMeasurement{Name: g.Name, Metrics: m})
+		inv := workload.GroupInvariants(win, g.Name)
+		if why := workload.Perturbed(inv, n, secs); why != "" {
+			perturbed = append(perturbed, "group "+g.Name+": "+why)
+		}
+		out = append(out, v1alpha1.GroupMeasurement{Name: g.Name, Metrics: m, Invariants: inv})
 	}
 	if total > 0 {
 		for i := range out {
@@ -270,7 +283,11 @@ func (r *runner) metrics(win *workload.Window, replicas []host.Replica, before, 
 	if noise < 0 {
 		noise = 0
 	}
-	return out, noise
+	why := strings.Join(perturbed, "; ")
+	if len(why) > 1024 {
+		why = why[:1021] + "..."
+	}
+	return out, noise, why
 }
 
 // tasks lays the workload out as worker processes: every replica's tasks

@@ -757,3 +757,31 @@ func TestWorkersOutliveTheStartingThread(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestInvariantsCatchAPerturbingWorker runs a hog and a latency probe as
+// they are run (work thread outside the Go scheduler), and the same two as
+// ordinary goroutines that the Go runtime preempts (Task.Perturb): the
+// invariants must pass the first two and fail the other two.
+func TestInvariantsCatchAPerturbingWorker(t *testing.T) {
+	hog := v1alpha1.Pattern{Type: v1alpha1.PatternHog}
+	probe := v1alpha1.Pattern{Type: v1alpha1.PatternLatencyProbe, Interval: dur(time.Millisecond)}
+	spec := Spec{Tasks: []Task{task("hog", hog), task("probe", probe), task("hog-perturbed", hog), task("probe-perturbed", probe)}}
+	spec.Tasks[2].Perturb, spec.Tasks[3].Perturb = true, true
+	s := startSet(t, spec)
+	w, noise := window(t, s, 300*time.Millisecond, 3*time.Second, 1)
+	secs := w.Duration.Seconds()
+	for _, g := range []string{"hog", "probe", "hog-perturbed", "probe-perturbed"} {
+		inv := GroupInvariants(w, g)
+		why := Perturbed(inv, 1, secs)
+		t.Logf("%s: %+v (noise %.2f): %q", g, *inv, noise, why)
+		if perturbing := strings.HasSuffix(g, "-perturbed"); perturbing != (why != "") {
+			t.Errorf("%s: perturbing %v, but the invariants say %q", g, perturbing, why)
+		}
+	}
+	// The side threads of a worker that does only its pattern do not wake.
+	for _, i := range []int{0, 1} {
+		if ts := w.Tasks[i]; ts.SideSwitches > 2 || ts.SideCPUNs > 1e6 {
+			t.Errorf("%s: side threads woke %d times and used %v in %.1f s", ts.Group, ts.SideSwitches, time.Duration(ts.SideCPUNs), secs)
+		}
+	}
+}
