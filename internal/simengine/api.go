@@ -16,8 +16,14 @@ const (
 type Node struct {
 	// CPUs is the number of CPUs (1..1024).
 	CPUs int `json:"cpus"`
-	// Scheduler is "EEVDF" or "CFS"; "" means EEVDF.
+	// Scheduler is "EEVDF" or "CFS"; "" means the kernel's (EEVDF from 6.6).
 	Scheduler Scheduler `json:"scheduler,omitempty"`
+	// Kernel is the node's kernel release ("6.12", "6.18.44", or uname -r
+	// such as "6.18.44-fc-v1045"); "" means the reference kernel, v6.12.
+	// It selects the code paths that changed between releases (see
+	// kernelRules) and the defaults: the scheduler, the base slice, and
+	// DELAY_DEQUEUE/PREEMPT_SHORT (on from 6.12).
+	Kernel string `json:"kernel,omitempty"`
 	// HZ is the tick rate: 100, 250, 300 or 1000; 0 means 250 (the stock default).
 	HZ int `json:"hz,omitempty"`
 	// Preempt is the preemption model: "None", "Voluntary", "Full" or "Lazy"; "" means Voluntary.
@@ -213,10 +219,11 @@ func tunableFactor(n Node) int64 {
 }
 
 // DefaultBaseSlice is the EEVDF base_slice_ns a stock kernel boots with on n:
-// 0.70 ms (0.75 ms before 6.15) times the tunable scaling factor.
+// 0.70 ms (0.75 ms before 6.15: LegacySlice, or a Kernel before 6.15) times
+// the tunable scaling factor.
 func DefaultBaseSlice(n Node) int64 {
 	base := int64(700_000)
-	if n.LegacySlice {
+	if n.LegacySlice || rulesFor(nodeKernel(n)).legacySlice && n.Kernel != "" {
 		base = 750_000
 	}
 	return base * tunableFactor(n)

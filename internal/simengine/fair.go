@@ -606,6 +606,11 @@ func (s *sim) enqueueTask(ti int32, flags int) {
 	}
 	se := t.se
 	throttled := false
+	// ENQUEUE_DELAYED (v6.12 enqueue_task_fair()): waking a task that is
+	// still queued as delayed only requeues it; the walk up the hierarchy
+	// counts it as runnable again (clear_delayed(), v6.13) but leaves the
+	// group entities' load and weight alone (no update_cfs_group()).
+	requeued := s.ents[se].onRq && s.ents[se].delayed
 	for ; se >= 0; se = s.ents[se].parent {
 		if s.ents[se].onRq {
 			if s.ents[se].delayed {
@@ -630,8 +635,10 @@ func (s *sim) enqueueTask(ti int32, flags int) {
 	if !throttled && se >= 0 {
 		for ; se >= 0; se = s.ents[se].parent {
 			cq := s.ents[se].rq
-			s.updateRqLoad(cq)
-			s.updateCfsGroup(se)
+			if !requeued {
+				s.updateRqLoad(cq)
+				s.updateCfsGroup(se)
+			}
 			r := &s.rqs[cq]
 			r.hNr++
 			r.idleHNr += idle
@@ -734,8 +741,14 @@ func (s *sim) dequeueEntities(se int32, flags int, one, idle int32) bool {
 	if !throttled {
 		for ; se >= 0; se = s.ents[se].parent {
 			cq := s.ents[se].rq
-			s.updateRqLoad(cq)
-			s.updateCfsGroup(se)
+			// A task that was delayed itself returns from dequeue_entities()
+			// (v6.12) before this walk: the group entities above keep their
+			// load and weight (no update_cfs_group()); only the runnable
+			// counts drop (set_delayed(), v6.13).
+			if dequeued {
+				s.updateRqLoad(cq)
+				s.updateCfsGroup(se)
+			}
 			r := &s.rqs[cq]
 			r.hNr -= one
 			r.idleHNr -= idle
@@ -796,6 +809,21 @@ func (s *sim) updateCfsGroup(se int32) {
 // keeps its lag scaled by old/new weight (lag_i = w_i*(V - v_i) is
 // preserved) and its relative deadline likewise, and is placed again. For
 // CFS (v6.1) only the weight and the queue load change.
+//
+// v6.13..v6.18.44 (kernelRules.reweightPlaceCurr): the placement is
+// place_entity(cfs_rq, se, 0) called while se is still cfs_rq->curr and
+// on_rq. avg_vruntime() then counts se itself (its old vruntime with its new
+// weight) and the PLACE_LAG scaling counts curr's weight in the load, so the
+// lag is multiplied by (W + 2w)/(W + w) instead of being kept: every reweight
+// of the running group entity grows its lag, in either sign, up to the
+// update_entity_lag() clamp. A group entity is reweighted (update_cfs_group())
+// at each enqueue and dequeue of a task below it and at each tick; a group
+// whose tasks wake and sleep every few microseconds on a CPU where it is
+// running keeps its positive lag at the clamp and stays eligible, and the
+// group entities beside it (lag below zero) are never picked. Peter Zijlstra
+// reverted it in v7.0 (commit 101f3498b4bd, "avg_vruntime() always includes
+// cfs_rq->curr ... place_entity() doesn't work right"); 6.18.45 carries the
+// revert. See docs/wakeup-heavy-groups.md.
 func (s *sim) reweightEntity(cq, se int32, w int64) {
 	r := &s.rqs[cq]
 	e := &s.ents[se]
@@ -832,6 +860,22 @@ func (s *sim) reweightEntity(cq, se int32, w int64) {
 	e.vlag = e.vlag * old / w
 	relDeadline = relDeadline * old / w
 	e.setWeight(w)
+	if isCurr && s.reweightPlaceCurr {
+		// place_entity() with se as curr: V over the tree plus se (old
+		// vruntime, new weight); lag *= (avg_load + w + w) / (avg_load + w)
+		// when another entity is queued (cfs_rq->nr_queued excludes se).
+		sum, load := r.avgSum+(e.vruntime-r.minV)*w, r.avgLoad+w
+		V := r.minV + floorDiv(sum, load)
+		lag := int64(0)
+		if s.feat.placeLag && r.nr > 1 {
+			lag = e.vlag * (load + w) / load
+		}
+		e.vruntime = V - lag
+		e.deadline = e.vruntime + relDeadline
+		r.load += w
+		s.updateMinVruntime(cq)
+		return
+	}
 	// place_entity(cfs_rq, se, 0) without counting se itself in the load.
 	oth, othLoad := r.avgSum, r.avgLoad
 	if !isCurr && r.currOn {

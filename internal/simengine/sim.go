@@ -240,6 +240,10 @@ type sim struct {
 	anyQuota bool
 	feat     features
 	lazy     bool
+	// reweightPlaceCurr: reweight_entity() of the running entity calls
+	// place_entity() with the entity still counted in avg_vruntime()
+	// (v6.13..v6.18.44, v6.19; see reweightEntity).
+	reweightPlaceCurr bool
 
 	tickNs, baseSlice, latency, minGran, wakeupGran, migrationCost int64
 	nrLatency                                                      int64
@@ -285,11 +289,9 @@ func Run(in Input) (*Result, error) {
 
 func newSim(in *Input) (*sim, error) {
 	n := in.Node
-	sched := n.Scheduler
-	if sched == "" {
-		sched = EEVDF
-	}
-	feat, err := resolveFeatures(sched, in.Knobs.Features)
+	sched := nodeScheduler(n)
+	kr := rulesFor(nodeKernel(n))
+	feat, err := resolveFeatures(sched, in.Knobs.Features, kr)
 	if err != nil {
 		return nil, err
 	}
@@ -298,13 +300,14 @@ func newSim(in *Input) (*sim, error) {
 		hz = DefaultHZ
 	}
 	s := &sim{
-		in:     in,
-		nCPU:   int32(n.CPUs),
-		eevdf:  sched == EEVDF,
-		feat:   feat,
-		lazy:   n.Preempt == "Lazy",
-		tickNs: 1_000_000_000 / int64(hz),
-		pt:     newPeltTables(),
+		in:                in,
+		nCPU:              int32(n.CPUs),
+		eevdf:             sched == EEVDF,
+		feat:              feat,
+		lazy:              n.Preempt == "Lazy",
+		reweightPlaceCurr: kr.reweightPlaceCurr && sched == EEVDF,
+		tickNs:            1_000_000_000 / int64(hz),
+		pt:                newPeltTables(),
 	}
 	k := in.Knobs
 	s.baseSlice = DefaultBaseSlice(n)

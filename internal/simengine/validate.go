@@ -66,7 +66,10 @@ type features struct {
 	smpFairGroups                                             bool
 }
 
-func resolveFeatures(s Scheduler, set map[string]bool) (features, error) {
+// resolveFeatures applies set over the defaults of scheduler s on a kernel
+// with rules kr (DELAY_DEQUEUE and PREEMPT_SHORT default off before 6.12,
+// where the code does not exist).
+func resolveFeatures(s Scheduler, set map[string]bool, kr kernelRules) (features, error) {
 	defs := eevdfFeatures
 	if s == CFS {
 		defs = cfsFeatures
@@ -74,6 +77,9 @@ func resolveFeatures(s Scheduler, set map[string]bool) (features, error) {
 	val := make(map[string]bool, len(defs))
 	for _, d := range defs {
 		val[d.name] = d.def
+	}
+	if s == EEVDF && !kr.completeEEVDF {
+		val["DELAY_DEQUEUE"], val["PREEMPT_SHORT"] = false, false
 	}
 	// Sorted iteration keeps the first error deterministic.
 	names := make([]string, 0, len(set))
@@ -127,6 +133,15 @@ func validate(in *Input) error {
 	default:
 		return fmt.Errorf("node.scheduler %q is unknown; use %q or %q", n.Scheduler, EEVDF, CFS)
 	}
+	if n.Kernel != "" {
+		kv, err := parseKernel(n.Kernel)
+		if err != nil {
+			return err
+		}
+		if n.Scheduler == EEVDF && !rulesFor(kv).eevdf {
+			return fmt.Errorf("node.kernel %s has no EEVDF (it came in 6.6); set node.scheduler to CFS or leave it empty", n.Kernel)
+		}
+	}
 	switch n.HZ {
 	case 0, 100, 250, 300, 1000:
 	default:
@@ -152,10 +167,7 @@ func validate(in *Input) error {
 	if !(c.BackgroundLoad >= 0 && c.BackgroundLoad <= 0.95) {
 		return fmt.Errorf("node.calibration.backgroundLoad is %v; set it between 0 and 0.95", c.BackgroundLoad)
 	}
-	sched := n.Scheduler
-	if sched == "" {
-		sched = EEVDF
-	}
+	sched := nodeScheduler(*n)
 	k := &in.Knobs
 	if k.BaseSliceNs != 0 {
 		if sched != EEVDF {
@@ -185,7 +197,7 @@ func validate(in *Input) error {
 	if k.NrMigrate < 0 || k.NrMigrate > 1024 {
 		return fmt.Errorf("knobs.nrMigrate is %d; set it between 1 and 1024 (0 means 32)", k.NrMigrate)
 	}
-	if _, err := resolveFeatures(sched, k.Features); err != nil {
+	if _, err := resolveFeatures(sched, k.Features, rulesFor(nodeKernel(*n))); err != nil {
 		return err
 	}
 	if in.DurationNs <= 0 {

@@ -1,0 +1,113 @@
+package simengine
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// kernelVersion is a kernel release, major.minor.patch.
+type kernelVersion struct{ major, minor, patch int }
+
+// parseKernel reads a release as uname -r prints it ("6.18.44-fc-v1045") or
+// as a shape names it ("6.18", "6.12.0"): the leading numbers count, a
+// suffix after them is ignored.
+func parseKernel(s string) (kernelVersion, error) {
+	var v kernelVersion
+	rest := s
+	for i, p := range []*int{&v.major, &v.minor, &v.patch} {
+		j := 0
+		for j < len(rest) && rest[j] >= '0' && rest[j] <= '9' {
+			j++
+		}
+		if j == 0 {
+			if i < 2 {
+				return v, fmt.Errorf("node.kernel %q is not a kernel release; use one such as \"6.12\", \"6.18.44\" or what uname -r prints", s)
+			}
+			break
+		}
+		n, err := strconv.Atoi(rest[:j])
+		if err != nil || n > 1000 {
+			return v, fmt.Errorf("node.kernel %q is not a kernel release; use one such as \"6.12\", \"6.18.44\" or what uname -r prints", s)
+		}
+		*p = n
+		rest = rest[j:]
+		if i < 2 {
+			if !strings.HasPrefix(rest, ".") {
+				if i == 0 {
+					return v, fmt.Errorf("node.kernel %q is not a kernel release; use one such as \"6.12\", \"6.18.44\" or what uname -r prints", s)
+				}
+				break
+			}
+			rest = rest[1:]
+		}
+	}
+	return v, nil
+}
+
+// atLeast reports v >= major.minor.patch.
+func (v kernelVersion) atLeast(major, minor, patch int) bool {
+	if v.major != major {
+		return v.major > major
+	}
+	if v.minor != minor {
+		return v.minor > minor
+	}
+	return v.patch >= patch
+}
+
+// kernelRules are the version-dependent code paths and defaults of the
+// fair class that the simulator follows.
+type kernelRules struct {
+	// eevdf: EEVDF replaced CFS in v6.6.
+	eevdf bool
+	// legacySlice: the base slice was 0.75 ms before v6.15 (0.70 ms after).
+	legacySlice bool
+	// completeEEVDF: DELAY_DEQUEUE and PREEMPT_SHORT exist from v6.12.
+	completeEEVDF bool
+	// reweightPlaceCurr: reweight_entity() of a queued entity ends in
+	// place_entity(cfs_rq, se, 0) from v6.13 (commit 6d71a9c61604,
+	// "sched/fair: Fix EEVDF entity placement bug causing scheduling
+	// lag"), which for the running entity (cfs_rq->curr) counts the entity
+	// itself in avg_vruntime() and in the lag scaling. Reverted in v7.0
+	// (commit 101f3498b4bd) and in the 6.18.y stable series at 6.18.45.
+	reweightPlaceCurr bool
+}
+
+// referenceKernel is the release the simulator models when Node.Kernel is
+// empty: v6.12 (mainline, before any stable backport).
+var referenceKernel = kernelVersion{6, 12, 0}
+
+// rulesFor returns the rules of release v.
+func rulesFor(v kernelVersion) kernelRules {
+	return kernelRules{
+		eevdf:             v.atLeast(6, 6, 0),
+		legacySlice:       !v.atLeast(6, 15, 0),
+		completeEEVDF:     v.atLeast(6, 12, 0),
+		reweightPlaceCurr: v.atLeast(6, 13, 0) && !v.atLeast(7, 0, 0) && !(v.major == 6 && v.minor == 18 && v.patch >= 45),
+	}
+}
+
+// nodeKernel returns the release n models.
+func nodeKernel(n Node) kernelVersion {
+	if n.Kernel == "" {
+		return referenceKernel
+	}
+	v, err := parseKernel(n.Kernel)
+	if err != nil {
+		return referenceKernel // validate() refuses it before a run
+	}
+	return v
+}
+
+// nodeScheduler is n's fair-class algorithm: Node.Scheduler, or the
+// kernel's (CFS before 6.6).
+func nodeScheduler(n Node) Scheduler {
+	if n.Scheduler != "" {
+		return n.Scheduler
+	}
+	if !rulesFor(nodeKernel(n)).eevdf {
+		return CFS
+	}
+	return EEVDF
+}
