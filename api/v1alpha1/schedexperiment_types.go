@@ -546,6 +546,15 @@ type NodeShape struct {
 	// +kubebuilder:default=EEVDF
 	Scheduler SchedulerFamily `json:"scheduler,omitempty"`
 
+	// kernel is the node's kernel release, e.g. "6.12", "6.18.44" or what
+	// uname -r prints ("6.18.44-fc-v1045"). It selects the scheduler code
+	// paths that changed between releases and their defaults; empty means
+	// the simulator's reference kernel (6.12). Measured nodes report theirs.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^[0-9]+\.[0-9]+[-+.~_a-zA-Z0-9]*$`
+	Kernel string `json:"kernel,omitempty"`
+
 	// hz is the kernel's tick rate.
 	// +optional
 	// +kubebuilder:validation:Enum=100;250;300;1000

@@ -70,13 +70,17 @@ type PredictOptions struct {
 }
 
 // ShapeForKernel is the node shape of a node with cpus CPUs running the
-// given kernel release (uname -r): EEVDF from 6.6, CFS before.
+// given kernel release (uname -r): EEVDF from 6.6, CFS before, and the
+// release itself, which selects the simulator's version-dependent paths.
 func ShapeForKernel(cpus int32, kernelVersion string) v1alpha1.NodeShape {
 	s := v1alpha1.NodeShape{CPUs: cpus, Scheduler: v1alpha1.SchedulerEEVDF}
 	var major, minor int
 	if _, err := fmt.Sscanf(kernelVersion, "%d.%d", &major, &minor); err == nil {
 		if major < 6 || (major == 6 && minor < 6) {
 			s.Scheduler = v1alpha1.SchedulerCFS
+		}
+		if len(kernelVersion) <= 64 {
+			s.Kernel = kernelVersion
 		}
 	}
 	return s
@@ -99,6 +103,7 @@ func SimInput(spec *v1alpha1.SchedExperimentSpec, variant int, shape v1alpha1.No
 		Node: simengine.Node{
 			CPUs:           int(shape.CPUs),
 			Scheduler:      simengine.Scheduler(orDefault(string(shape.Scheduler), "EEVDF")),
+			Kernel:         shape.Kernel,
 			HZ:             int(shape.HZ),
 			Preempt:        string(shape.Preempt),
 			TunableScaling: string(shape.TunableScaling),
