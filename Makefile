@@ -59,6 +59,15 @@ test: k8s-bins build ## Unit, integration and end-to-end tests (builds the local
 test-unit: ## Unit tests only (no control plane, no root).
 	$(GO) test -count=1 -short ./...
 
+.PHONY: reference
+reference: ## Compare the workload workers with reference tools here (root; rt-tests, stress-ng, linux-perf) and print the table.
+	@# Longer windows and more rounds than `make test` runs (ROUNDS=3 WINDOW=5s by default).
+	@out=$$(mktemp); rc=0; \
+	$(GO) test -count=1 -timeout 30m -v ./test/reference/ -args -rounds=$(or $(ROUNDS),3) -window=$(or $(WINDOW),5s) > $$out 2>&1 || rc=$$?; \
+	grep -v '^REF |' $$out; echo; \
+	echo '| pattern | case | runner | round | what | value | noise (CPUs) / note |'; echo '|---|---|---|---|---|---|---|'; \
+	grep '^REF |' $$out | sed 's/^REF //'; rm -f $$out; exit $$rc
+
 .PHONY: bench
 bench: ## Benchmarks.
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/...

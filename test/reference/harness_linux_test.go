@@ -1,0 +1,738 @@
+package reference
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/procfs"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/schedlab/schedlab/api/v1alpha1"
+	"github.com/schedlab/schedlab/internal/nodeagent/host"
+	"github.com/schedlab/schedlab/internal/nodeagent/workload"
+)
+
+// Flags: `make test` runs the defaults (3 s windows, three rounds, about
+// two and a half minutes); `make reference` runs longer windows and more rounds.
+var (
+	rounds    = flag.Int("rounds", 3, "interleaved rounds per comparison")
+	windowLen = flag.Duration("window", 3*time.Second, "measured window per run")
+	warmupLen = flag.Duration("warmup", time.Second, "warmup before each window")
+)
+
+// quiet is the CPU (in CPUs) that processes outside a comparison may use in
+// its window for the tight tolerance to apply; above it the tolerance grows
+// by the CPU they took (it may all have come out of one group).
+const quiet = 0.1
+
+// row is one line of the reference table that `make reference` prints.
+func row(cells ...any) {
+	parts := make([]string, len(cells))
+	for i, c := range cells {
+		switch v := c.(type) {
+		case float64:
+			parts[i] = strconv.FormatFloat(v, 'f', 3, 64)
+		default:
+			parts[i] = fmt.Sprint(v)
+		}
+	}
+	fmt.Printf("REF | %s |\n", strings.Join(parts, " | "))
+}
+
+// node is this machine prepared for a comparison: its lock, its cgroups and
+// a journal of every change, undone by the test's cleanup.
+type node struct {
+	t    *testing.T
+	caps *v1alpha1.NodeCapabilities
+	cg   *host.Cgroups
+	ch   *host.Changes
+	id   string
+}
+
+func newNode(t *testing.T) *node {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: makes cgroups, moves processes, sets autogroup")
+	}
+	fsys := host.NewFS("/")
+	state := t.TempDir()
+	id := fmt.Sprintf("ref-%d-%d", os.Getpid(), time.Now().UnixNano()%1e6)
+	lock, err := host.AcquireLock(fsys, state, id, 10*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caps, err := host.Detect(fsys)
+	if err != nil {
+		lock.Release()
+		t.Fatal(err)
+	}
+	cg, err := host.NewCgroups(fsys, caps)
+	if err != nil {
+		lock.Release()
+		t.Skip(err)
+	}
+	n := &node{t: t, caps: caps, cg: cg, ch: host.NewChanges(fsys, host.NewJournal(state, id), logr.Discard()), id: id}
+	t.Cleanup(func() {
+		if err := n.ch.Restore(); err != nil {
+			t.Errorf("restoring this machine: %v", err)
+		} else if err := n.ch.Journal.Remove(); err != nil {
+			t.Error(err)
+		}
+		lock.Release()
+	})
+	return n
+}
+
+// layout makes the groups' cgroups (replica 0 of each) and returns, by group,
+// the procs file tasks join and the directory whose own CPU is the group's.
+type layout struct {
+	procs map[string]string
+	dirs  map[string]string
+	kids  map[string][]string
+	order []string
+}
+
+func (n *node) layout(groups []v1alpha1.Group) *layout {
+	n.t.Helper()
+	reps, err := n.cg.Create(n.ch, n.id, groups)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	l := &layout{procs: map[string]string{}, dirs: map[string]string{}, kids: map[string][]string{}}
+	for _, r := range reps {
+		l.procs[r.Group], l.dirs[r.Group], l.kids[r.Group] = r.Procs(), r.Dir, r.Children
+		l.order = append(l.order, r.Group)
+	}
+	return l
+}
+
+// usage is each group's own CPU time (children subtracted) and the
+// machine's busy time, at one instant.
+func (n *node) usage(l *layout) (map[string]time.Duration, time.Duration, time.Time) {
+	n.t.Helper()
+	out := map[string]time.Duration{}
+	for _, g := range l.order {
+		u, _, err := n.cg.Usage(l.dirs[g])
+		if err != nil {
+			n.t.Fatal(err)
+		}
+		for _, k := range l.kids[g] {
+			ku, _, err := n.cg.Usage(k)
+			if err != nil {
+				n.t.Fatal(err)
+			}
+			u -= ku
+		}
+		out[g] = u
+	}
+	return out, machineBusy(n.t), time.Now()
+}
+
+func machineBusy(t *testing.T) time.Duration {
+	fs, err := procfs.NewFS("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := fs.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := st.CPUTotal
+	return time.Duration((c.User + c.Nice + c.System + c.IRQ + c.SoftIRQ + c.Steal) * float64(time.Second))
+}
+
+// cpuWindow measures each group's CPUs over one window after the warmup,
+// and the CPUs everything else used (noise).
+func (n *node) cpuWindow(l *layout) (map[string]float64, float64) {
+	time.Sleep(*warmupLen)
+	u0, b0, t0 := n.usage(l)
+	time.Sleep(*windowLen)
+	u1, b1, t1 := n.usage(l)
+	secs := t1.Sub(t0).Seconds()
+	out := map[string]float64{}
+	var ours float64
+	for g := range u0 {
+		out[g] = (u1[g] - u0[g]).Seconds() / secs
+		ours += out[g]
+	}
+	return out, max(0, (b1-b0).Seconds()/secs-ours)
+}
+
+// procs is a set of reference processes, each a process group, killed by
+// the test's cleanup.
+type procs struct{ cmds []*exec.Cmd }
+
+// start runs argv after moving the shell that execs it into the cgroup
+// whose procs file is given ("" leaves it here), as the leader of a new
+// session when session is set: everything it forks is placed before it runs.
+func (p *procs) start(t *testing.T, procsFile string, session bool, argv ...string) *exec.Cmd {
+	return p.startOut(t, nil, procsFile, session, argv...)
+}
+
+// startOut is start with the command's standard output going to stdout.
+func (p *procs) startOut(t *testing.T, stdout io.Writer, procsFile string, session bool, argv ...string) *exec.Cmd {
+	t.Helper()
+	script := `exec "$@"`
+	if procsFile != "" {
+		script = `echo $$ > "$0" && exec "$@"`
+	}
+	args := append([]string{"-c", script, procsFile}, argv...)
+	if procsFile == "" {
+		args = append([]string{"-c", script, "sh"}, argv...)
+	}
+	cmd := exec.Command("/bin/sh", args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: session, Setpgid: !session, Pdeathsig: syscall.SIGKILL}
+	cmd.Stderr = os.Stderr
+	cmd.Stdout = stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p.cmds = append(p.cmds, cmd)
+	return cmd
+}
+
+func (p *procs) stop() {
+	for _, c := range p.cmds {
+		_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
+	}
+	for _, c := range p.cmds {
+		_ = c.Wait()
+	}
+	p.cmds = nil
+}
+
+func need(t *testing.T, tools ...string) {
+	t.Helper()
+	for _, tool := range tools {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("reference tool %s is not installed (Debian: rt-tests for cyclictest, stress-ng, linux-perf for perf); .ci/run installs it", tool)
+		}
+	}
+}
+
+func selfBinary(t *testing.T) string {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return exe
+}
+
+// hogLayout is one weighted layout of hog groups: tasks per group.
+type hogLayout struct {
+	name   string
+	groups []v1alpha1.Group
+}
+
+func i32(v int32) *int32 { return &v }
+
+func hogGroup(name string, tasks, weight int32, parent string) v1alpha1.Group {
+	return v1alpha1.Group{Name: name, Tasks: i32(tasks), CPUWeight: i32(weight), Parent: parent, Pattern: &v1alpha1.Pattern{Type: v1alpha1.PatternHog}}
+}
+
+var hogLayouts = []hogLayout{
+	// The issue's case: on 2 CPUs the kernel gives 0.50 / 1.00 / 0.50.
+	{"2+1+1 flat", []v1alpha1.Group{hogGroup("a", 2, 100, ""), hogGroup("b", 1, 400, ""), hogGroup("c", 1, 100, "")}},
+	// Nested, as Kubernetes nests pods under QoS slices.
+	{"nested", []v1alpha1.Group{{Name: "pods", CPUWeight: i32(300)}, hogGroup("p1", 2, 100, "pods"), hogGroup("p2", 1, 300, "pods"), hogGroup("sys", 1, 100, "")}},
+}
+
+// hogRunner starts one layout's hogs one way and returns a stop function.
+type hogRunner struct {
+	name  string
+	start func(t *testing.T, l *layout, groups []v1alpha1.Group, perturb bool) func()
+}
+
+var hogRunners = []hogRunner{
+	{"schedlab Hog", func(t *testing.T, l *layout, groups []v1alpha1.Group, perturb bool) func() {
+		var spec workload.Spec
+		spec.WorkerBinary = selfBinary(t)
+		for _, g := range groups {
+			for i := range tasksOf(g) {
+				spec.Tasks = append(spec.Tasks, workload.Task{Group: g.Name, Index: i, Pattern: *g.Pattern, Peer: -1, CgroupProcs: l.procs[g.Name], Perturb: perturb})
+			}
+		}
+		s, err := workload.Start(context.Background(), spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return func() {
+			if err := s.Stop(); err != nil {
+				t.Error(err)
+			}
+		}
+	}},
+	{"sh spinner", func(t *testing.T, l *layout, groups []v1alpha1.Group, _ bool) func() {
+		var p procs
+		for _, g := range groups {
+			for range tasksOf(g) {
+				p.start(t, l.procs[g.Name], false, "/bin/sh", "-c", "while :; do :; done")
+			}
+		}
+		return p.stop
+	}},
+	{"stress-ng loop", func(t *testing.T, l *layout, groups []v1alpha1.Group, _ bool) func() {
+		var p procs
+		for _, g := range groups {
+			if n := tasksOf(g); n > 0 {
+				p.start(t, l.procs[g.Name], false, "stress-ng", "--quiet", "--cpu", strconv.Itoa(n), "--cpu-method", "loop", "--timeout", "600")
+			}
+		}
+		return p.stop
+	}},
+}
+
+func tasksOf(g v1alpha1.Group) int {
+	if g.Pattern == nil {
+		return 0
+	}
+	return int(g.TaskCount())
+}
+
+// cpuRun is one runner's window: CPUs per group and the noise.
+type cpuRun struct {
+	cpu   map[string]float64
+	noise float64
+}
+
+// compareCPU checks every group of a against b: within tol plus the CPU
+// others took in either window. It returns what is out.
+func compareCPU(order []string, a, b cpuRun, tol float64) []string {
+	var out []string
+	slack := tol + a.noise + b.noise
+	for _, g := range order {
+		if d := a.cpu[g] - b.cpu[g]; math.Abs(d) > slack {
+			out = append(out, fmt.Sprintf("group %s: %.3f vs %.3f CPUs (tolerance %.3f with %.2f+%.2f CPUs of noise)", g, a.cpu[g], b.cpu[g], slack, a.noise, b.noise))
+		}
+	}
+	return out
+}
+
+// TestHogMatchesSpinners runs each layout's hogs as schedlab workers, as
+// plain shell spinners and as stress-ng loop workers, interleaved round by
+// round in the same cgroups, and wants every group's CPU within 0.03 CPU of
+// the spinners' and stress-ng's.
+func TestHogMatchesSpinners(t *testing.T) {
+	need(t, "stress-ng")
+	for _, hl := range hogLayouts {
+		t.Run(hl.name, func(t *testing.T) {
+			n := newNode(t)
+			l := n.layout(hl.groups)
+			runs := map[string][]cpuRun{}
+			for round := range *rounds {
+				for _, r := range hogRunners {
+					stop := r.start(t, l, hl.groups, false)
+					cpu, noise := n.cpuWindow(l)
+					stop()
+					runs[r.name] = append(runs[r.name], cpuRun{cpu, noise})
+					for _, g := range l.order {
+						row("Hog", hl.name, r.name, round+1, g, cpu[g], noise)
+					}
+				}
+				for _, ref := range hogRunners[1:] {
+					for _, p := range compareCPU(l.order, runs[hogRunners[0].name][round], runs[ref.name][round], 0.03) {
+						t.Errorf("round %d, schedlab vs %s: %s", round+1, ref.name, p)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestToleranceFailsAPerturbingWorker runs the 2+1+1 layout with workers
+// whose work runs as an ordinary goroutine (the Go runtime preempts it and
+// it sleeps while its P is handed around, as the workers did before) next
+// to the spinners: the harness's checks — the CPU comparison or the
+// workers' own invariants — must fail it.
+func TestToleranceFailsAPerturbingWorker(t *testing.T) {
+	hl := hogLayouts[0]
+	n := newNode(t)
+	l := n.layout(hl.groups)
+	var spec workload.Spec
+	spec.WorkerBinary = selfBinary(t)
+	for _, g := range hl.groups {
+		for i := range tasksOf(g) {
+			spec.Tasks = append(spec.Tasks, workload.Task{Group: g.Name, Index: i, Pattern: *g.Pattern, Peer: -1, CgroupProcs: l.procs[g.Name], Perturb: true})
+		}
+	}
+	s, err := workload.Start(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	time.Sleep(*warmupLen)
+	u0, b0, t0 := n.usage(l)
+	if err := s.Begin(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(*windowLen)
+	w, err := s.End()
+	if err != nil {
+		t.Fatal(err)
+	}
+	u1, b1, t1 := n.usage(l)
+	s.Stop()
+	secs := t1.Sub(t0).Seconds()
+	pert := cpuRun{cpu: map[string]float64{}}
+	var ours float64
+	for _, g := range l.order {
+		pert.cpu[g] = (u1[g] - u0[g]).Seconds() / secs
+		ours += pert.cpu[g]
+	}
+	pert.noise = max(0, (b1-b0).Seconds()/secs-ours)
+	stop := hogRunners[1].start(t, l, hl.groups, false)
+	cpu, noise := n.cpuWindow(l)
+	stop()
+	problems := compareCPU(l.order, pert, cpuRun{cpu, noise}, 0.03)
+	for _, g := range l.order {
+		inv := workload.GroupInvariants(w, g)
+		if why := workload.Perturbed(inv, tasksOf(hl.groups[slices.IndexFunc(hl.groups, func(x v1alpha1.Group) bool { return x.Name == g })]), w.Duration.Seconds()); why != "" {
+			problems = append(problems, "group "+g+": "+why)
+		}
+		t.Logf("%s: perturbing workers: %+v", g, *inv)
+		row("Hog perturbed", hl.name, "schedlab Hog, Perturb", 1, g, pert.cpu[g], pert.noise)
+		row("Hog perturbed", hl.name, "sh spinner", 1, g, cpu[g], noise)
+	}
+	t.Logf("what the harness says of a perturbing worker: %q", problems)
+	if len(problems) == 0 {
+		t.Error("a worker whose work thread the Go runtime preempts passed every check")
+	}
+}
+
+// latency is a summary of wakeup latencies in µs.
+type latency struct{ p50, p99, max, count float64 }
+
+// cyclictestHistogram runs nothing: it parses cyclictest -h output (one
+// line per µs bucket, "# Histogram Overflows" last) into percentiles.
+func cyclictestHistogram(out string) (latency, error) {
+	var buckets []float64
+	var overflow float64
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		line := sc.Text()
+		if v, ok := strings.CutPrefix(line, "# Histogram Overflows:"); ok {
+			f := strings.Fields(v)
+			if len(f) > 0 {
+				overflow, _ = strconv.ParseFloat(f[0], 64)
+			}
+			continue
+		}
+		if strings.HasPrefix(line, "#") {
+			continue
+		}
+		f := strings.Fields(line)
+		if len(f) != 2 {
+			continue
+		}
+		us, err1 := strconv.Atoi(f[0])
+		c, err2 := strconv.ParseFloat(f[1], 64)
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		for len(buckets) <= us {
+			buckets = append(buckets, 0)
+		}
+		buckets[us] += c
+	}
+	var total float64
+	for _, c := range buckets {
+		total += c
+	}
+	total += overflow
+	if total == 0 {
+		return latency{}, errors.New("cyclictest printed no histogram")
+	}
+	q := func(p float64) float64 {
+		var cum float64
+		for us, c := range buckets {
+			cum += c
+			if cum >= p*total {
+				return float64(us)
+			}
+		}
+		return math.Inf(1) // in the overflow
+	}
+	l := latency{p50: q(0.5), p99: q(0.99), count: total}
+	for us := len(buckets) - 1; us >= 0; us-- {
+		if buckets[us] > 0 {
+			l.max = float64(us)
+			break
+		}
+	}
+	return l, nil
+}
+
+// threadsCPU is the CPU time of every thread of pid so far.
+func threadsCPU(pid int) time.Duration {
+	fs, _ := procfs.NewFS("/proc")
+	ths, err := fs.AllThreads(pid)
+	if err != nil {
+		return 0
+	}
+	var ns uint64
+	for _, th := range ths {
+		if ss, err := th.Schedstat(); err == nil {
+			ns += ss.RunningNanoseconds
+		}
+	}
+	return time.Duration(ns)
+}
+
+// TestLatencyProbeMatchesCyclictest runs a schedlab LatencyProbe and
+// cyclictest (-m, clock_nanosleep at absolute deadlines, SCHED_OTHER, the
+// default 50 µs timer slack for both), each alone in a session of its own,
+// at the same time, while 6 spinners load the CPUs from one other session;
+// with autogroup on and off.
+func TestLatencyProbeMatchesCyclictest(t *testing.T) {
+	need(t, "cyclictest", "setsid")
+	const interval = time.Millisecond
+	for _, ag := range []v1alpha1.AutogroupMode{v1alpha1.AutogroupEnabled, v1alpha1.AutogroupDisabled} {
+		t.Run("autogroup "+string(ag), func(t *testing.T) {
+			n := newNode(t)
+			settings, err := host.Plan(n.caps, &v1alpha1.Knobs{Autogroup: ag})
+			var ue *host.UnsupportedError
+			if errors.As(err, &ue) {
+				t.Skipf("autogroup %s: %v", ag, err)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := n.ch.Apply(settings); err != nil {
+				t.Fatal(err)
+			}
+			root := n.cg.RootProcs()
+			var p50s, p99s [2][]float64
+			var cpus [2][]float64
+			for round := range *rounds {
+				var load procs
+				load.start(t, root, true, "/bin/sh", "-c", "for i in 1 2 3 4 5 6; do sh -c 'while :; do :; done' & done; wait")
+				s, err := workload.Start(context.Background(), workload.Spec{WorkerBinary: selfBinary(t), RootProcs: root, Tasks: []workload.Task{
+					{Group: "probe", Session: "probe", Pattern: v1alpha1.Pattern{Type: v1alpha1.PatternLatencyProbe, Interval: &metav1.Duration{Duration: interval}}, Peer: -1},
+				}})
+				if err != nil {
+					load.stop()
+					t.Fatal(err)
+				}
+				secs := int(math.Ceil((*warmupLen + *windowLen + 2*time.Second).Seconds()))
+				var cyc procs
+				var out strings.Builder
+				cmd := cyc.startOut(t, &out, root, true, "cyclictest", "-m", "-q", "-i", strconv.Itoa(int(interval.Microseconds())), "-h", "30000", "-D", strconv.Itoa(secs))
+				time.Sleep(*warmupLen)
+				c0 := threadsCPU(cmd.Process.Pid)
+				t0 := time.Now()
+				if err := s.Begin(); err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(*windowLen)
+				w, err := s.End()
+				if err != nil {
+					t.Fatal(err)
+				}
+				cycCPU := threadsCPU(cmd.Process.Pid) - c0
+				wall := time.Since(t0)
+				_ = s.Stop()
+				err = cmd.Wait()
+				load.stop()
+				if err != nil {
+					t.Fatalf("cyclictest: %v", err)
+				}
+				cl, err := cyclictestHistogram(out.String())
+				if err != nil {
+					t.Fatal(err)
+				}
+				m := workload.GroupMetrics(w, "probe")
+				pl := m.WakeupLatencyUs
+				probeCPU := float64(w.Tasks[0].CPUNs) / float64(w.Tasks[0].Ops)
+				cycPer := float64(cycCPU.Nanoseconds()) / (wall.Seconds() / interval.Seconds())
+				p50s[0], p50s[1] = append(p50s[0], pl.P50), append(p50s[1], cl.p50)
+				p99s[0], p99s[1] = append(p99s[0], pl.P99), append(p99s[1], cl.p99)
+				cpus[0], cpus[1] = append(cpus[0], probeCPU), append(cpus[1], cycPer)
+				row("LatencyProbe", "autogroup "+string(ag), "schedlab LatencyProbe", round+1, "p50/p99/max µs", fmt.Sprintf("%.0f / %.0f / %.0f", pl.P50, pl.P99, pl.Max), fmt.Sprintf("%.1f µs CPU per wake-up", probeCPU/1e3))
+				row("LatencyProbe", "autogroup "+string(ag), "cyclictest -m", round+1, "p50/p99/max µs", fmt.Sprintf("%.0f / %.0f / %.0f", cl.p50, cl.p99, cl.max), fmt.Sprintf("%.1f µs CPU per wake-up", cycPer/1e3))
+				if inv := workload.GroupInvariants(w, "probe"); workload.Perturbed(inv, 1, w.Duration.Seconds()) != "" {
+					t.Errorf("round %d: the probe perturbed its own window: %+v", round+1, *inv)
+				}
+			}
+			// p50: medians over the rounds within 10 %. p99: tails are
+			// noisy (cyclictest's own p99 moved 2× between rounds here), so
+			// the probe's median p99 must lie within 30 % of the range
+			// cyclictest spanned over the same rounds. CPU per wake-up:
+			// medians within 1.5× of cyclictest's.
+			med := func(x []float64) float64 { x = slices.Clone(x); slices.Sort(x); return x[len(x)/2] }
+			if a, b := med(p50s[0]), med(p50s[1]); math.Abs(a-b) > 0.10*b+2 {
+				t.Errorf("p50 %.0f µs vs cyclictest %.0f µs (rounds %v vs %v): more than 10%% apart", a, b, p50s[0], p50s[1])
+			}
+			// With autogroup enabled the layouts differ in one way the probe
+			// cannot copy: cyclictest's main thread wakes ~100 times a second
+			// (seen: 105 voluntary switches in 1 s) inside cyclictest's
+			// autogroup, and its p99 here swung between 0.2 and 3.9 ms from
+			// run to run while the probe's stayed at 0.2-0.3 ms. The tails
+			// are then reported, not compared.
+			if a, lo, hi := med(p99s[0]), slices.Min(p99s[1]), slices.Max(p99s[1]); a < 0.7*lo-5 || a > 1.3*hi+5 {
+				if ag == v1alpha1.AutogroupDisabled {
+					t.Errorf("p99 %.0f µs vs cyclictest's %.0f..%.0f µs (rounds %v vs %v): more than 30%% outside", a, lo, hi, p99s[0], p99s[1])
+				} else {
+					t.Logf("p99 %.0f µs vs cyclictest's %.0f..%.0f µs (rounds %v vs %v): more than 30%% outside; not compared with autogroup on", a, lo, hi, p99s[0], p99s[1])
+				}
+			}
+			if a, b := med(cpus[0]), med(cpus[1]); a > 1.5*b {
+				t.Errorf("%.1f µs of CPU per wake-up vs cyclictest's %.1f µs: more than 1.5×", a/1e3, b/1e3)
+			}
+		})
+	}
+}
+
+// TestPingPongMatchesPerfPipe runs a schedlab PingPong pair and perf bench
+// sched pipe (two processes, one round trip per loop) in the same cgroup,
+// interleaved: round trips per second within 15 %.
+func TestPingPongMatchesPerfPipe(t *testing.T) {
+	need(t, "perf")
+	if err := exec.Command("perf", "bench", "sched", "pipe", "-l", "10").Run(); err != nil {
+		t.Skipf("perf bench sched pipe does not run here: %v", err)
+	}
+	n := newNode(t)
+	l := n.layout([]v1alpha1.Group{{Name: "pp", Tasks: i32(2), CPUWeight: i32(100), Pattern: &v1alpha1.Pattern{Type: v1alpha1.PatternPingPong}}})
+	var ours, perfs []float64
+	for round := range *rounds {
+		p := v1alpha1.Pattern{Type: v1alpha1.PatternPingPong}
+		s, err := workload.Start(context.Background(), workload.Spec{WorkerBinary: selfBinary(t), Tasks: []workload.Task{
+			{Group: "pp", Pattern: p, Peer: 1, CgroupProcs: l.procs["pp"]}, {Group: "pp", Index: 1, Pattern: p, Peer: 0, CgroupProcs: l.procs["pp"]},
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(*warmupLen)
+		b0, t0 := machineBusy(t), time.Now()
+		if err := s.Begin(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(*windowLen)
+		w, err := s.End()
+		if err != nil {
+			t.Fatal(err)
+		}
+		noise := max(0, (machineBusy(t)-b0).Seconds()/time.Since(t0).Seconds()-float64(w.Tasks[0].CPUNs+w.Tasks[1].CPUNs)/1e9/w.Duration.Seconds())
+		_ = s.Stop()
+		ops := *workload.GroupMetrics(w, "pp").OpsPerSec
+		ours = append(ours, ops)
+		row("PingPong", "1 pair, 0 µs work", "schedlab PingPong", round+1, "round trips/s", ops, noise)
+		if inv := workload.GroupInvariants(w, "pp"); workload.Perturbed(inv, 2, w.Duration.Seconds()) != "" {
+			t.Errorf("round %d: the pair perturbed its own window: %+v", round+1, *inv)
+		}
+		loops := max(1000, int(ops*windowLen.Seconds()))
+		var out strings.Builder
+		var pp procs
+		cmd := pp.startOut(t, &out, l.procs["pp"], false, "perf", "bench", "sched", "pipe", "-l", strconv.Itoa(loops))
+		b0, t0 = machineBusy(t), time.Now()
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("perf bench sched pipe: %v", err)
+		}
+		wall := time.Since(t0).Seconds()
+		pp.cmds = nil
+		var rate float64
+		for _, line := range strings.Split(out.String(), "\n") {
+			if f := strings.Fields(line); len(f) == 2 && f[1] == "ops/sec" {
+				rate, _ = strconv.ParseFloat(f[0], 64)
+			}
+		}
+		if rate == 0 {
+			t.Fatalf("no ops/sec in perf's output: %q", out.String())
+		}
+		perfNoise := max(0, (machineBusy(t)-b0).Seconds()/wall-1) // the pair keeps about one CPU busy
+		perfs = append(perfs, rate)
+		row("PingPong", "1 pair, 0 µs work", "perf bench sched pipe", round+1, "round trips/s", rate, perfNoise)
+	}
+	// The rate of a pair moves with where the kernel puts the two sides
+	// (perf's own rounds moved 25 % here): the median of ours must lie within
+	// 15 % of the range perf spanned over the same rounds.
+	med := func(x []float64) float64 { x = slices.Clone(x); slices.Sort(x); return x[len(x)/2] }
+	if a, lo, hi := med(ours), slices.Min(perfs), slices.Max(perfs); a < 0.85*lo || a > 1.15*hi {
+		t.Errorf("%.0f round trips/s vs perf bench sched pipe's %.0f..%.0f (rounds %v vs %v): more than 15%% outside", a, lo, hi, ours, perfs)
+	}
+}
+
+// TestPeriodicAndBurstFollowTheirSpec: a Periodic task's CPU is run/period,
+// and a Burst task's CPU per burst is its mean run (the draws' exponential
+// shape is checked by a KS test in package workload). Both runs are CPU
+// time; what a task costs beyond them is the kernel's sleep and wake-up
+// path, which a busy machine makes dearer (~90 µs per wake-up was seen at
+// load 20 on this 2-CPU VM). That cost is measured in the same window by a
+// LatencyProbe that only sleeps and wakes at the Periodic's rate, and added
+// to the spec before comparing: CPU per period within 2 % of run plus one
+// wake-up, and on a quiet machine CPU within 2 % of run/period outright.
+func TestPeriodicAndBurstFollowTheirSpec(t *testing.T) {
+	n := newNode(t)
+	l := n.layout([]v1alpha1.Group{
+		{Name: "frame", CPUWeight: i32(100), Pattern: &v1alpha1.Pattern{Type: v1alpha1.PatternPeriodic}},
+		{Name: "build", CPUWeight: i32(100), Pattern: &v1alpha1.Pattern{Type: v1alpha1.PatternBurst}},
+		{Name: "wake", CPUWeight: i32(100), Pattern: &v1alpha1.Pattern{Type: v1alpha1.PatternLatencyProbe}},
+	})
+	const run, period, meanRun = 4 * time.Millisecond, 40 * time.Millisecond, 2 * time.Millisecond
+	for round := range *rounds {
+		spec := workload.Spec{WorkerBinary: selfBinary(t), Tasks: []workload.Task{
+			{Group: "frame", Pattern: v1alpha1.Pattern{Type: v1alpha1.PatternPeriodic, Run: &metav1.Duration{Duration: run}, Period: &metav1.Duration{Duration: period}}, Peer: -1, CgroupProcs: l.procs["frame"]},
+			{Group: "build", Pattern: v1alpha1.Pattern{Type: v1alpha1.PatternBurst, MeanRun: &metav1.Duration{Duration: meanRun}, MeanSleep: &metav1.Duration{Duration: 6 * time.Millisecond}}, Peer: -1, CgroupProcs: l.procs["build"], Seed: uint64(round + 1)},
+			{Group: "wake", Pattern: v1alpha1.Pattern{Type: v1alpha1.PatternLatencyProbe, Interval: &metav1.Duration{Duration: period}}, Peer: -1, CgroupProcs: l.procs["wake"]},
+		}}
+		s, err := workload.Start(context.Background(), spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(*warmupLen)
+		u0, b0, t0 := n.usage(l)
+		if err := s.Begin(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(*windowLen)
+		w, err := s.End()
+		if err != nil {
+			t.Fatal(err)
+		}
+		u1, b1, t1 := n.usage(l)
+		_ = s.Stop()
+		secs := t1.Sub(t0).Seconds()
+		var ours float64
+		for _, g := range l.order {
+			ours += (u1[g] - u0[g]).Seconds() / secs
+		}
+		noise := max(0, (b1-b0).Seconds()/secs-ours)
+		frameCPU := (u1["frame"] - u0["frame"]).Seconds() / secs
+		f, b, p := w.Tasks[0], w.Tasks[1], w.Tasks[2]
+		wake := float64(p.CPUNs) / float64(max(1, p.Ops)) // ns of CPU per sleep and wake-up
+		perPeriod := float64(f.CPUNs) / float64(max(1, f.Ops))
+		perBurst := float64(b.CPUNs) / float64(max(1, b.Ops))
+		row("Periodic", "4 ms every 40 ms", "schedlab Periodic", round+1, "CPUs (cgroup)", frameCPU, noise)
+		row("Periodic", "4 ms every 40 ms", "schedlab Periodic", round+1, "CPU µs per period", perPeriod/1e3, fmt.Sprintf("a bare wake-up costs %.1f µs; misses %d of %d periods", wake/1e3, f.Misses, f.Periods))
+		row("Burst", "2 ms run / 6 ms sleep", "schedlab Burst", round+1, "CPU µs per burst", perBurst/1e3, fmt.Sprintf("%d bursts, %.1f/s", b.Ops, float64(b.Ops)/w.Duration.Seconds()))
+		if want := float64(run.Nanoseconds()) + wake; math.Abs(perPeriod-want) > 0.02*float64(run.Nanoseconds()) {
+			t.Errorf("round %d: Periodic used %.1f µs per period, want %.1f µs (run + one wake-up) ± 2%% of run", round+1, perPeriod/1e3, want/1e3)
+		}
+		if noise < quiet && math.Abs(frameCPU-0.1) > 0.002 {
+			t.Errorf("round %d: Periodic 4ms/40ms used %.4f CPUs on a quiet machine (%.2f CPUs of noise), want 0.100 ± 2%%", round+1, frameCPU, noise)
+		}
+		// The mean of n exponential draws has a relative spread of 1/√n:
+		// 5 %, or three spreads when the window holds fewer than 3600 bursts.
+		if tol := math.Max(0.05, 3/math.Sqrt(float64(b.Ops))); math.Abs(perBurst-wake-float64(meanRun.Nanoseconds())) > tol*float64(meanRun.Nanoseconds()) {
+			t.Errorf("round %d: %.1f µs of CPU per burst over %d bursts (a wake-up costs %.1f µs), want 2 ms ± %.0f%%", round+1, perBurst/1e3, b.Ops, wake/1e3, 100*tol)
+		}
+		for _, g := range []string{"frame", "build", "wake"} {
+			if inv := workload.GroupInvariants(w, g); workload.Perturbed(inv, 1, w.Duration.Seconds()) != "" {
+				t.Errorf("round %d: %s perturbed its own window: %+v", round+1, g, *inv)
+			}
+		}
+	}
+}
