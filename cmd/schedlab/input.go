@@ -17,5 +17,7 @@ func loadExperiment(file, out, what string) (*v1alpha1.SchedExperiment, error) {
 	if out != "table" && out != "json" {
 		return nil, fmt.Errorf("-o %q: use table or json", out)
 	}
-	return experiment.Load(file)
+	// Local commands: this machine (or the flags) is the node, so the
+	// fields that pick a cluster's nodes are not needed.
+	return experiment.LoadLocal(file)
 }

@@ -19,6 +19,16 @@ import (
 // schema's defaults and validates it as the API server would. Errors name
 // the file and say what to change.
 func Load(path string) (*v1alpha1.SchedExperiment, error) {
+	return load(path, Validate)
+}
+
+// LoadLocal is Load for a manifest run on this machine: it validates with
+// ValidateLocal, so the fields that pick a cluster's nodes may be left out.
+func LoadLocal(path string) (*v1alpha1.SchedExperiment, error) {
+	return load(path, ValidateLocal)
+}
+
+func load(path string, validate func(*v1alpha1.SchedExperimentSpec) error) (*v1alpha1.SchedExperiment, error) {
 	var data []byte
 	var err error
 	if path == "-" {
@@ -29,7 +39,7 @@ func Load(path string) (*v1alpha1.SchedExperiment, error) {
 	if err != nil {
 		return nil, err
 	}
-	exp, err := Parse(data)
+	exp, err := parse(data, validate)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -39,6 +49,10 @@ func Load(path string) (*v1alpha1.SchedExperiment, error) {
 // Parse decodes one SchedExperiment from YAML or JSON (the first document of
 // a multi-document file that is a SchedExperiment), defaults and validates it.
 func Parse(data []byte) (*v1alpha1.SchedExperiment, error) {
+	return parse(data, Validate)
+}
+
+func parse(data []byte, validate func(*v1alpha1.SchedExperimentSpec) error) (*v1alpha1.SchedExperiment, error) {
 	doc, err := pickDocument(data)
 	if err != nil {
 		return nil, err
@@ -51,7 +65,7 @@ func Parse(data []byte) (*v1alpha1.SchedExperiment, error) {
 		return nil, fmt.Errorf("apiVersion %q is not supported: use %s", exp.APIVersion, v1alpha1.GroupVersion)
 	}
 	Default(&exp.Spec)
-	if err := Validate(&exp.Spec); err != nil {
+	if err := validate(&exp.Spec); err != nil {
 		return nil, err
 	}
 	return &exp, nil

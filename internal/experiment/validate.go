@@ -24,6 +24,18 @@ func Validate(s *v1alpha1.SchedExperimentSpec) error {
 	return v.err()
 }
 
+// ValidateLocal is Validate for a manifest run on this machine (`schedlab
+// run`, `schedlab simulate`): the rules that say which nodes of a cluster
+// to use do not apply. A Measure manifest needs no nodeSelector (this
+// machine is the node), and a Simulate manifest needs neither a
+// nodeSelector nor simulation.nodes (the command's flags, or this
+// machine, give the shape).
+func ValidateLocal(s *v1alpha1.SchedExperimentSpec) error {
+	v := &validator{local: true}
+	v.spec(s)
+	return v.err()
+}
+
 var (
 	dnsLabel    = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 	featureName = regexp.MustCompile(`^[A-Z][A-Z0-9_]*$`)
@@ -31,7 +43,10 @@ var (
 	integer     = regexp.MustCompile(`^-?[0-9]{1,12}$`)
 )
 
-type validator struct{ errs []string }
+type validator struct {
+	errs  []string
+	local bool // see ValidateLocal
+}
 
 func (v *validator) addf(field, format string, args ...any) {
 	v.errs = append(v.errs, field+": "+fmt.Sprintf(format, args...))
@@ -113,10 +128,10 @@ func (v *validator) spec(s *v1alpha1.SchedExperimentSpec) {
 		}
 	}
 	hasNodes := s.Simulation != nil && len(s.Simulation.Nodes) > 0
-	if s.Mode == v1alpha1.ModeMeasure && s.NodeSelector == nil {
+	if !v.local && s.Mode == v1alpha1.ModeMeasure && s.NodeSelector == nil {
 		v.addf("spec.nodeSelector", "mode Measure needs a nodeSelector that picks the nodes to run on (or set mode: Simulate)")
 	}
-	if s.Mode == v1alpha1.ModeSimulate && s.NodeSelector == nil && !hasNodes {
+	if !v.local && s.Mode == v1alpha1.ModeSimulate && s.NodeSelector == nil && !hasNodes {
 		v.addf("spec", "mode Simulate needs either a nodeSelector (to predict for the selected nodes' shapes) or simulation.nodes")
 	}
 	if s.Simulation != nil {
