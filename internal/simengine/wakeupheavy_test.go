@@ -20,18 +20,25 @@ type wakeupHeavyCase struct {
 	workNs           int64
 	weightA, weightB int // cgroup v2 cpu.weight; v1 cpu.shares = weight * 1024 / 100
 	measA, measB     float64
+	// sessions: the groups are sessions outside any cgroup (autogroup
+	// makes each one a task group); autogroupOff turns autogroup off.
+	sessions, autogroupOff bool
 }
 
 var wakeupHeavyCases = []wakeupHeavyCase{
-	{"3 pairs 20µs vs 4 hogs, 1:1", 2, 3, 4, 20_000, 100, 100, 1.975, 0.000},
-	{"2 pairs 20µs vs 4 hogs, 1:1", 2, 2, 4, 20_000, 100, 100, 1.943, 0.000},
-	{"3 pairs 0µs vs 4 hogs, 1:1", 2, 3, 4, 0, 100, 100, 1.998, 0.000},
-	{"3 pairs 20µs vs 4 hogs, 2:1", 2, 3, 4, 20_000, 200, 100, 1.962, 0.011},
-	{"3 pairs 20µs vs 1 hog, 1:1", 2, 3, 1, 20_000, 100, 100, 1.957, 0.015},
-	{"3 pairs 20µs vs 8 hogs, 1:1", 2, 3, 8, 20_000, 100, 100, 1.969, 0.006},
-	{"one CPU: 1 pair 20µs vs 2 hogs, 1:1", 1, 1, 2, 20_000, 100, 100, 0.469, 0.469},
-	{"one CPU: 1 pair 20µs vs 2 hogs, 1:4", 1, 1, 2, 20_000, 25, 100, 0.196, 0.783},
-	{"one CPU: 1 pair 20µs vs 2 hogs, 1:2", 1, 1, 2, 20_000, 50, 100, 0.332, 0.662},
+	{"3 pairs 20µs vs 4 hogs, 1:1", 2, 3, 4, 20_000, 100, 100, 1.975, 0.000, false, false},
+	{"2 pairs 20µs vs 4 hogs, 1:1", 2, 2, 4, 20_000, 100, 100, 1.943, 0.000, false, false},
+	{"3 pairs 0µs vs 4 hogs, 1:1", 2, 3, 4, 0, 100, 100, 1.998, 0.000, false, false},
+	{"3 pairs 20µs vs 4 hogs, 2:1", 2, 3, 4, 20_000, 200, 100, 1.962, 0.011, false, false},
+	{"3 pairs 20µs vs 1 hog, 1:1", 2, 3, 1, 20_000, 100, 100, 1.957, 0.015, false, false},
+	{"3 pairs 20µs vs 8 hogs, 1:1", 2, 3, 8, 20_000, 100, 100, 1.969, 0.006, false, false},
+	{"one CPU: 1 pair 20µs vs 2 hogs, 1:1", 1, 1, 2, 20_000, 100, 100, 0.469, 0.469, false, false},
+	{"one CPU: 1 pair 20µs vs 2 hogs, 1:4", 1, 1, 2, 20_000, 25, 100, 0.196, 0.783, false, false},
+	{"one CPU: 1 pair 20µs vs 2 hogs, 1:2", 1, 1, 2, 20_000, 50, 100, 0.332, 0.662, false, false},
+	// Two windows each (12:45 UTC): 1.963/0.008 and 1.901/0.078 with
+	// autogroup on, 0.830/1.145 and 0.901/1.072 with it off.
+	{"sessions, autogroup on: 3 pairs vs 4 hogs", 2, 3, 4, 20_000, 100, 100, 1.932, 0.043, true, false},
+	{"sessions, autogroup off: 3 pairs vs 4 hogs", 2, 3, 4, 20_000, 100, 100, 0.866, 1.109, true, true},
 }
 
 func wakeupHeavyInput(c wakeupHeavyCase, kernel string) Input {
@@ -39,11 +46,20 @@ func wakeupHeavyInput(c wakeupHeavyCase, kernel string) Input {
 	// (a few µs of system time per message): PingPong's 2 µs default
 	// (RunNs 0) stands for it.
 	run := c.workNs
-	return Input{Node: Node{CPUs: c.cpus, Kernel: kernel}, DurationNs: 4e9, WarmupNs: 1e9, Seed: 1,
+	in := Input{Node: Node{CPUs: c.cpus, Kernel: kernel}, DurationNs: 2e9, WarmupNs: 1e9, Seed: 1,
 		Groups: []Group{
 			{Name: "A", Tasks: 2 * c.pairs, CPUWeight: c.weightA, Pattern: Pattern{Type: PingPong, RunNs: run}},
 			{Name: "B", Tasks: c.hogs, CPUWeight: c.weightB},
 		}}
+	if c.sessions {
+		in.Groups[0].Session, in.Groups[1].Session = "a", "b"
+		in.Groups[0].CPUWeight, in.Groups[1].CPUWeight = 0, 0
+	}
+	if c.autogroupOff {
+		off := false
+		in.Knobs.Autogroup = &off
+	}
+	return in
 }
 
 // TestWakeupHeavyGroupVsHogs holds the prediction for the node's kernel to
