@@ -57,6 +57,20 @@ type Metrics struct {
 	// wake-ups per second, over the group.
 	// +optional
 	OpsPerSec *float64 `json:"opsPerSec,omitempty"`
+	// lateFraction: the fractions of wake-ups later than fixed thresholds,
+	// to compare tails as distributions rather than by one percentile.
+	// +optional
+	LateFraction *LateFraction `json:"lateFraction,omitempty"`
+}
+
+// LateFraction is the fraction of wake-ups later than 100us, 1ms and 10ms.
+type LateFraction struct {
+	// +optional
+	Over100us float64 `json:"over100us"`
+	// +optional
+	Over1ms float64 `json:"over1ms"`
+	// +optional
+	Over10ms float64 `json:"over10ms"`
 }
 
 // MeasuredMetrics are means over n samples (nodes × repetitions), with their

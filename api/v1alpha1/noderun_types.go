@@ -189,6 +189,23 @@ type KnobRecord struct {
 	OK bool `json:"ok,omitempty"`
 }
 
+// NodeCalibration is what the agent's calibration window measured on its node.
+type NodeCalibration struct {
+	// constants derived from the window, as the simulator takes them.
+	// +optional
+	Constants NodeConstants `json:"constants,omitempty"`
+	// timerLatenessNs is the median lateness of a 1ns-slack timer sleep on
+	// an idle CPU: expiry, idle exit and context switch together.
+	// +optional
+	TimerLatenessNs int64 `json:"timerLatenessNs,omitempty"`
+	// samples behind the medians.
+	// +optional
+	Samples int32 `json:"samples,omitempty"`
+	// noiseCPU is the CPUs other processes used during the window.
+	// +optional
+	NoiseCPU float64 `json:"noiseCPU,omitempty"`
+}
+
 // NodeRunStatus is written by the node's agent.
 type NodeRunStatus struct {
 	// phase of the run.
@@ -203,6 +220,11 @@ type NodeRunStatus struct {
 	// capabilities of the node.
 	// +optional
 	Capabilities *NodeCapabilities `json:"capabilities,omitempty"`
+	// calibration is the node's own wake-up constants, measured by the agent
+	// in a short window before the plan; the prediction shown next to this
+	// node's measurements uses them.
+	// +optional
+	Calibration *NodeCalibration `json:"calibration,omitempty"`
 	// stepsDone of stepsTotal windows.
 	// +optional
 	StepsDone int32 `json:"stepsDone,omitempty"`

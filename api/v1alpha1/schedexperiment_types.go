@@ -377,6 +377,17 @@ type Group struct {
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('100us') && duration(self) <= duration('100ms')",message="slice must be between 100us and 100ms"
 	Slice *metav1.Duration `json:"slice,omitempty"`
 
+	// timerSlack of every task (prctl PR_SET_TIMERSLACK), 0..100ms: how far
+	// past its deadline the kernel may end a timer sleep, to batch wake-ups.
+	// Unset keeps the kernel default, 50us for normal tasks; 0 sets the
+	// smallest slack a task can have, 1ns (prctl reads 0 as "the default").
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) <= duration('100ms')",message="timerSlack must be at most 100ms"
+	TimerSlack *metav1.Duration `json:"timerSlack,omitempty"`
+
 	// session runs the tasks outside any cgroup, in one setsid session of
 	// this name: what autogroup groups by. Groups may share a session.
 	// +optional
@@ -481,7 +492,7 @@ const (
 
 // MetricName names one metric of the vocabulary shared by the agent, the
 // simulator, the status and the CLI.
-// +kubebuilder:validation:Enum=cpu;cpuPerTask;share;wakeupLatencyUs.p50;wakeupLatencyUs.p90;wakeupLatencyUs.p99;wakeupLatencyUs.p999;wakeupLatencyUs.max;wakeupLatencyUs.mean;ctxSwitchesPerSec.voluntary;ctxSwitchesPerSec.involuntary;deadlineMissRatio;opsPerSec
+// +kubebuilder:validation:Enum=cpu;cpuPerTask;share;wakeupLatencyUs.p50;wakeupLatencyUs.p90;wakeupLatencyUs.p99;wakeupLatencyUs.p999;wakeupLatencyUs.max;wakeupLatencyUs.mean;ctxSwitchesPerSec.voluntary;ctxSwitchesPerSec.involuntary;deadlineMissRatio;opsPerSec;lateFraction.over100us;lateFraction.over1ms;lateFraction.over10ms
 type MetricName string
 
 // Objective is one criterion for picking the best variant.
@@ -531,6 +542,14 @@ type Simulation struct {
 	// +kubebuilder:validation:MaxProperties=16
 	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 40 && k.matches('^[A-Z][A-Z0-9_]*$'))",message="simulator feature names are upper-case, such as SMP_FAIR_GROUPS"
 	Features map[string]bool `json:"features,omitempty"`
+
+	// replicas is the number of independent seeds (seed, seed+1, …) each
+	// prediction runs with; predicted metrics are their mean, with a 95%
+	// interval. Default 5.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=32
+	Replicas *int32 `json:"replicas,omitempty"`
 }
 
 // NodeShape is what the simulator needs to know about a node.
@@ -573,4 +592,46 @@ type NodeShape struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=100000
 	Count *int32 `json:"count,omitempty"`
+
+	// constants of the node's wake-up path; unset fields take the
+	// simulator's defaults. The agent measures them on each node.
+	// +optional
+	Constants *NodeConstants `json:"constants,omitempty"`
+}
+
+// NodeConstants are what a wake-up costs on a node, beside the scheduler's
+// decisions: the latency floor. All in nanoseconds; 0 or unset means the
+// simulator's default.
+type NodeConstants struct {
+	// timerExpiryNs: from a timer's expiry to its task's enqueue (the timer
+	// interrupt and the wake-up it does).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100000000
+	TimerExpiryNs int64 `json:"timerExpiryNs,omitempty"`
+	// wakeupNs: from a wake-up call (a pipe write) to the wakee's enqueue.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100000000
+	WakeupNs int64 `json:"wakeupNs,omitempty"`
+	// idleExitNs: leaving the idle loop when the wakee's CPU was idle.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100000000
+	IdleExitNs int64 `json:"idleExitNs,omitempty"`
+	// ctxSwitchNs: the context switch to a woken task.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100000000
+	CtxSwitchNs int64 `json:"ctxSwitchNs,omitempty"`
+	// wakeupCPUNs: CPU time a task spends per wake-up outside its work.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100000000
+	WakeupCPUNs int64 `json:"wakeupCPUNs,omitempty"`
+	// timerArmCPUNs: CPU time of arming the timer of a sleep.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100000000
+	TimerArmCPUNs int64 `json:"timerArmCPUNs,omitempty"`
 }

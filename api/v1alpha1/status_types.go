@@ -105,6 +105,13 @@ type GroupResult struct {
 	// predicted by the simulator.
 	// +optional
 	Predicted *Metrics `json:"predicted,omitempty"`
+	// predictedLow and predictedHigh bound the 95% interval of each
+	// predicted metric over the simulation's replicas (independent seeds);
+	// predicted is their mean.
+	// +optional
+	PredictedLow *Metrics `json:"predictedLow,omitempty"`
+	// +optional
+	PredictedHigh *Metrics `json:"predictedHigh,omitempty"`
 	// relativeError is (predicted − measured) / measured, metric by metric.
 	// +optional
 	RelativeError *Metrics `json:"relativeError,omitempty"`

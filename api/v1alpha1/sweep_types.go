@@ -206,6 +206,11 @@ type SweepShapeResult struct {
 	// constraint.
 	// +optional
 	Answer *SweepPoint `json:"answer,omitempty"`
+	// optimisticAnswer is the point the answer would be if every metric
+	// sat at the favourable end of its 95% interval: the answer's range is
+	// answer..optimisticAnswer.
+	// +optional
+	OptimisticAnswer *SweepPoint `json:"optimisticAnswer,omitempty"`
 	// reason explains the answer (or its absence), e.g. which constraint
 	// the next point breaks.
 	// +optional
@@ -223,7 +228,18 @@ type SweepPoint struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=24
 	Values []float64 `json:"values,omitempty"`
-	// ok is true when the point meets every constraint.
+	// low and high bound the 95% interval of each value over the
+	// simulation's replicas (seeds); values are their means.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=24
+	Low []float64 `json:"low,omitempty"`
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=24
+	High []float64 `json:"high,omitempty"`
+	// ok is true when the point meets every constraint across its whole
+	// 95% interval.
 	OK bool `json:"ok"`
 	// unsupported says why the variant cannot run on this shape.
 	// +optional
@@ -241,6 +257,10 @@ type FleetAnswer struct {
 	Nodes int64 `json:"nodes"`
 	// total of the parameter's answer × count over the shapes.
 	Total int64 `json:"total"`
+	// totalHigh is the total of the optimistic answers: the fleet answer's
+	// range is total..totalHigh.
+	// +optional
+	TotalHigh int64 `json:"totalHigh,omitempty"`
 	// perShape is "shape: answer × count" for each shape, e.g.
 	// "8cpu-EEVDF: 12 × 40".
 	// +optional

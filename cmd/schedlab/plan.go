@@ -309,7 +309,11 @@ func writePlanTable(w io.Writer, spec *v1alpha1.SchedExperimentSpec, out *PlanOu
 		fmt.Fprintln(w, "  "+line)
 	}
 	for _, fl := range st.Fleet {
-		fmt.Fprintf(w, "fleet, %s: %d %s over %d nodes (%s)\n", fl.Variant, fl.Total, fl.Parameter, fl.Nodes, strings.Join(fl.PerShape, ", "))
+		total := fmt.Sprint(fl.Total)
+		if fl.TotalHigh > fl.Total {
+			total = fmt.Sprintf("%d (95%% range %d-%d)", fl.Total, fl.Total, fl.TotalHigh)
+		}
+		fmt.Fprintf(w, "fleet, %s: %s %s over %d nodes (%s)\n", fl.Variant, total, fl.Parameter, fl.Nodes, strings.Join(fl.PerShape, ", "))
 	}
 	return nil
 }

@@ -279,7 +279,7 @@ func (e *calibEvaluator) score(c simengine.Calibration) (PredictionErrors, error
 		s := d.Spec.DeepCopy()
 		s.Warmup = &metav1.Duration{Duration: warmup}
 		preds, err := Predict(s, []v1alpha1.NodeShape{e.shape}, PredictOptions{
-			Duration: window, Seed: e.opts.Seed, Calibration: map[string]simengine.Calibration{name: c}})
+			Duration: window, Seed: e.opts.Seed, Replicas: 1, Calibration: map[string]simengine.Calibration{name: c}})
 		if err != nil {
 			return PredictionErrors{}, err
 		}

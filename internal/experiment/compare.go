@@ -64,11 +64,11 @@ func Summarize(samples []*v1alpha1.Metrics) *v1alpha1.MeasuredMetrics {
 // relative error of cpu over rows with a measurable cpu, as "4.2%", or "".
 func Compare(results []v1alpha1.GroupResult, preds []Prediction) string {
 	type key struct{ shape, variant, group string }
-	by := map[key][]*v1alpha1.Metrics{}
+	by := map[key][]*Prediction{}
 	for i := range preds {
 		p := &preds[i]
-		by[key{p.Shape, p.Variant, p.Group}] = append(by[key{p.Shape, p.Variant, p.Group}], &p.Metrics)
-		by[key{"", p.Variant, p.Group}] = append(by[key{"", p.Variant, p.Group}], &p.Metrics)
+		by[key{p.Shape, p.Variant, p.Group}] = append(by[key{p.Shape, p.Variant, p.Group}], p)
+		by[key{"", p.Variant, p.Group}] = append(by[key{"", p.Variant, p.Group}], p)
 	}
 	var errSum float64
 	var errN int
@@ -78,8 +78,20 @@ func Compare(results []v1alpha1.GroupResult, preds []Prediction) string {
 		if len(ps) == 0 {
 			continue
 		}
-		pm := combine(ps, mean)
+		var mids, lows, highs []*v1alpha1.Metrics
+		for _, p := range ps {
+			mids = append(mids, &p.Metrics)
+			if p.Replicas > 0 {
+				lows = append(lows, &p.Low)
+				highs = append(highs, &p.High)
+			}
+		}
+		pm := combine(mids, mean)
 		r.Predicted = &pm
+		if len(lows) > 0 {
+			lo, hi := combine(lows, mean), combine(highs, mean)
+			r.PredictedLow, r.PredictedHigh = &lo, &hi
+		}
 		if r.Measured == nil {
 			continue
 		}
@@ -135,6 +147,9 @@ type candidate struct {
 	variant    string
 	mean, half float64 // 95% interval: mean ± half
 	n          int32
+	// lo, hi: a prediction's 95% interval over its seeds (interval set).
+	lo, hi   float64
+	interval bool
 }
 
 // BestVariant picks the best variant by the objectives, in order: the first
@@ -173,13 +188,19 @@ func BestVariant(spec *v1alpha1.SchedExperimentSpec, results []v1alpha1.GroupRes
 				if r.Measured.N >= 2 {
 					half = tCritical95(int(r.Measured.N)-1) * sd / math.Sqrt(float64(r.Measured.N))
 				}
-				cands = append(cands, candidate{r.Variant, m, half, r.Measured.N})
+				cands = append(cands, candidate{variant: r.Variant, mean: m, half: half, n: r.Measured.N})
 			case predictedOnly && r.Predicted != nil:
 				m, ok := MetricValue(r.Predicted, string(o.Metric))
 				if !ok {
 					continue
 				}
-				cands = append(cands, candidate{variant: r.Variant, mean: m})
+				c := candidate{variant: r.Variant, mean: m}
+				lo, ok1 := MetricValue(r.PredictedLow, string(o.Metric))
+				hi, ok2 := MetricValue(r.PredictedHigh, string(o.Metric))
+				if ok1 && ok2 {
+					c.lo, c.hi, c.interval = lo, hi, true
+				}
+				cands = append(cands, c)
 			}
 		}
 		if len(cands) < 2 {
@@ -197,6 +218,24 @@ func BestVariant(spec *v1alpha1.SchedExperimentSpec, results []v1alpha1.GroupRes
 			if best.mean == cands[1].mean {
 				reasons = append(reasons, fmt.Sprintf("%s of %s: predicted equal for %s and %s", o.Metric, o.Group, best.variant, cands[1].variant))
 				continue
+			}
+			// The prediction's own 95% intervals over its seeds must be
+			// apart, as measured ones must.
+			apart := true
+			for _, c := range cands[1:] {
+				if best.interval && c.interval && best.lo <= c.hi && c.lo <= best.hi {
+					apart = false
+					reasons = append(reasons, fmt.Sprintf("predicted %s of %s: %s %.4g [%.4g, %.4g] and %s %.4g [%.4g, %.4g] overlap (95%% over seeds)",
+						o.Metric, o.Group, best.variant, best.mean, best.lo, best.hi, c.variant, c.mean, c.lo, c.hi))
+					break
+				}
+			}
+			if !apart {
+				continue
+			}
+			if best.interval && cands[1].interval {
+				return best.variant, fmt.Sprintf("predicted %s of %s: %.4g [%.4g, %.4g] (%s) vs %.4g [%.4g, %.4g] (%s), 95%% intervals over seeds apart, by the simulator alone",
+					o.Metric, o.Group, best.mean, best.lo, best.hi, best.variant, cands[1].mean, cands[1].lo, cands[1].hi, cands[1].variant)
 			}
 			return best.variant, fmt.Sprintf("predicted %s of %s: %.4g (%s) vs %.4g (%s), by the simulator alone",
 				o.Metric, o.Group, best.mean, best.variant, cands[1].mean, cands[1].variant)

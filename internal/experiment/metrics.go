@@ -13,6 +13,7 @@ var MetricNames = []string{
 	"wakeupLatencyUs.max", "wakeupLatencyUs.mean",
 	"ctxSwitchesPerSec.voluntary", "ctxSwitchesPerSec.involuntary",
 	"deadlineMissRatio", "opsPerSec",
+	"lateFraction.over100us", "lateFraction.over1ms", "lateFraction.over10ms",
 }
 
 // MetricValue reads one named metric; ok is false where the metric does not
@@ -46,6 +47,18 @@ func MetricValue(m *v1alpha1.Metrics, name string) (float64, bool) {
 			return m.CtxSwitchesPerSec.Voluntary, true
 		}
 		return m.CtxSwitchesPerSec.Involuntary, true
+	case "lateFraction.over100us", "lateFraction.over1ms", "lateFraction.over10ms":
+		f := m.LateFraction
+		if f == nil {
+			return 0, false
+		}
+		switch name {
+		case "lateFraction.over100us":
+			return f.Over100us, true
+		case "lateFraction.over1ms":
+			return f.Over1ms, true
+		}
+		return f.Over10ms, true
 	}
 	// A summary is present only where the group had wake-ups; its Count
 	// is not checked, since a standard-deviation summary carries none.
@@ -121,6 +134,18 @@ func setMetric(m *v1alpha1.Metrics, name string, v float64) {
 			m.CtxSwitchesPerSec = &v1alpha1.ContextSwitches{}
 		}
 		m.CtxSwitchesPerSec.Involuntary = v
+	case "lateFraction.over100us", "lateFraction.over1ms", "lateFraction.over10ms":
+		if m.LateFraction == nil {
+			m.LateFraction = &v1alpha1.LateFraction{}
+		}
+		switch name {
+		case "lateFraction.over100us":
+			m.LateFraction.Over100us = v
+		case "lateFraction.over1ms":
+			m.LateFraction.Over1ms = v
+		default:
+			m.LateFraction.Over10ms = v
+		}
 	default:
 		if m.WakeupLatencyUs == nil {
 			m.WakeupLatencyUs = &v1alpha1.LatencySummary{}

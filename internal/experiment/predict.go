@@ -3,7 +3,10 @@ package experiment
 import (
 	"errors"
 	"fmt"
+	"math"
+	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,6 +34,11 @@ type Prediction struct {
 	Group   string
 	Tasks   int
 	Metrics v1alpha1.Metrics
+	// Low and High bound the 95% interval of each metric over the
+	// replicas (Student's t on their means); Metrics is the mean.
+	Low, High v1alpha1.Metrics
+	// Replicas is the number of seeds behind the prediction.
+	Replicas int
 	// Unsupported says why the variant cannot run on this shape (a knob
 	// the kernel family lacks); Metrics is then empty.
 	Unsupported string
@@ -67,6 +75,62 @@ type PredictOptions struct {
 	Seed *uint64
 	// Calibration per shape name, fitted from earlier measurements.
 	Calibration map[string]simengine.Calibration
+	// Replicas overrides spec.simulation.replicas when positive: the
+	// number of independent seeds (seed, seed+1, …) each prediction runs.
+	Replicas int
+}
+
+// DefaultReplicas is the number of seeds a prediction runs when
+// spec.simulation.replicas is unset.
+const DefaultReplicas = 5
+
+// Replicas resolves the number of seeds a prediction runs.
+func Replicas(spec *v1alpha1.SchedExperimentSpec, opts PredictOptions) int {
+	if opts.Replicas > 0 {
+		return opts.Replicas
+	}
+	if spec.Simulation != nil && spec.Simulation.Replicas != nil && *spec.Simulation.Replicas > 0 {
+		return int(*spec.Simulation.Replicas)
+	}
+	return DefaultReplicas
+}
+
+// runReplicas runs in with seeds in.Seed, in.Seed+1, … (n of them) at once,
+// one goroutine each (the simulator is single-threaded and keeps no shared
+// state), and returns the results in seed order.
+func runReplicas(in simengine.Input, n int) ([]*simengine.Result, error) {
+	out := make([]*simengine.Result, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			r := in
+			r.Seed = in.Seed + uint64(i)
+			out[i], errs[i] = simengine.Run(r)
+		}(i)
+	}
+	wg.Wait()
+	return out, errors.Join(errs...)
+}
+
+// summarizeReplicas is the mean of each metric over the replicas and its
+// 95% interval (mean ± t·s/√n); with one replica the interval is the value.
+func summarizeReplicas(samples []*v1alpha1.Metrics) (mid, low, high v1alpha1.Metrics) {
+	half := func(v []float64) float64 {
+		if len(v) < 2 {
+			return 0
+		}
+		return tCritical95(len(v)-1) * stddev(v) / math.Sqrt(float64(len(v)))
+	}
+	mid = combine(samples, mean)
+	low = combine(samples, func(v []float64) float64 { return max(0, mean(v)-half(v)) })
+	high = combine(samples, func(v []float64) float64 { return mean(v) + half(v) })
+	return mid, low, high
 }
 
 // ShapeForKernel is the node shape of a node with cpus CPUs running the
@@ -133,6 +197,7 @@ func SimInput(spec *v1alpha1.SchedExperimentSpec, variant int, shape v1alpha1.No
 	if c, ok := opts.Calibration[ShapeName(shape)]; ok {
 		in.Node.Calibration = c
 	}
+	in.Node.Constants = SimConstants(shape.Constants)
 	// A variant's preempt and tunableScaling knobs change the node.
 	if k.Preempt != "" {
 		in.Node.Preempt = string(k.Preempt)
@@ -174,14 +239,15 @@ func SimInput(spec *v1alpha1.SchedExperimentSpec, variant int, shape v1alpha1.No
 	for i := range spec.Workload.Groups {
 		g := &spec.Workload.Groups[i]
 		sg := simengine.Group{
-			Name:     g.Name,
-			Replicas: int(g.ReplicaCount()),
-			Tasks:    int(g.TaskCount()),
-			CPUIdle:  g.CPUIdle != nil && *g.CPUIdle,
-			Policy:   string(g.Policy),
-			SliceNs:  durNs(g.Slice),
-			Session:  g.Session,
-			Parent:   g.Parent,
+			Name:         g.Name,
+			Replicas:     int(g.ReplicaCount()),
+			Tasks:        int(g.TaskCount()),
+			CPUIdle:      g.CPUIdle != nil && *g.CPUIdle,
+			Policy:       string(g.Policy),
+			SliceNs:      durNs(g.Slice),
+			TimerSlackNs: timerSlackNs(g.TimerSlack),
+			Session:      g.Session,
+			Parent:       g.Parent,
 		}
 		if shape.Scheduler == v1alpha1.SchedulerCFS {
 			// CFS kernels take sched_attr.sched_runtime for a fair task
@@ -251,22 +317,32 @@ func simulateVariant(spec *v1alpha1.SchedExperimentSpec, vi int, shape v1alpha1.
 	if err != nil {
 		return nil, err
 	}
-	res, err := simengine.Run(in)
+	n := Replicas(spec, opts)
+	runs, err := runReplicas(in, n)
 	if err != nil {
 		return nil, fmt.Errorf("simulating variant %q on %s: %w", spec.Variants[vi].Name, ShapeName(shape), err)
 	}
 	var out []Prediction
-	for _, g := range res.Groups {
+	for gi, g := range runs[0].Groups {
 		if g.Name == agentParent {
 			continue
 		}
+		samples := make([]*v1alpha1.Metrics, n)
+		for i, r := range runs {
+			m := FromSim(r.Groups[gi].Metrics)
+			samples[i] = &m
+		}
+		mid, low, high := summarizeReplicas(samples)
 		out = append(out, Prediction{
-			Shape:   ShapeName(shape),
-			Node:    shape,
-			Variant: spec.Variants[vi].Name,
-			Group:   g.Name,
-			Tasks:   g.Tasks,
-			Metrics: FromSim(g.Metrics),
+			Shape:    ShapeName(shape),
+			Node:     shape,
+			Variant:  spec.Variants[vi].Name,
+			Group:    g.Name,
+			Tasks:    g.Tasks,
+			Metrics:  mid,
+			Low:      low,
+			High:     high,
+			Replicas: n,
 		})
 	}
 	return out, nil
@@ -285,6 +361,7 @@ func FromSim(m simengine.Metrics) v1alpha1.Metrics {
 	}
 	if l := m.WakeupLatencyUs; l != nil {
 		out.WakeupLatencyUs = &v1alpha1.LatencySummary{P50: l.P50, P90: l.P90, P99: l.P99, P999: l.P999, Max: l.Max, Mean: l.Mean, Count: l.Count}
+		out.LateFraction = &v1alpha1.LateFraction{Over100us: l.Over100us, Over1ms: l.Over1ms, Over10ms: l.Over10ms}
 	}
 	if m.DeadlineMissRatio != nil {
 		out.DeadlineMissRatio = ptr(*m.DeadlineMissRatio)
@@ -330,6 +407,26 @@ func migrationCostNs(d *metav1.Duration) int64 {
 		return simengine.MigrationCostZero
 	}
 	return durNs(d)
+}
+
+// timerSlackNs maps the API's timerSlack to the simulator's: unset is the
+// default (0), and an explicit zero is the 1 ns the worker sets (prctl
+// reads 0 as "back to the default").
+func timerSlackNs(d *metav1.Duration) int64 {
+	if d == nil {
+		return 0
+	}
+	return max(d.Nanoseconds(), 1)
+}
+
+// SimConstants converts a shape's constants (nil: all defaults) for the
+// simulator, where 0 also means the default.
+func SimConstants(c *v1alpha1.NodeConstants) simengine.Constants {
+	if c == nil {
+		return simengine.Constants{}
+	}
+	return simengine.Constants{TimerExpiryNs: c.TimerExpiryNs, WakeupNs: c.WakeupNs, IdleExitNs: c.IdleExitNs,
+		CtxSwitchNs: c.CtxSwitchNs, WakeupCPUNs: c.WakeupCPUNs, TimerArmCPUNs: c.TimerArmCPUNs}
 }
 
 // wakeupGranularityNs maps an explicit zero, which the simulator would read

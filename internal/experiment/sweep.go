@@ -227,6 +227,8 @@ type SweepJobResult struct {
 	Point       int       `json:"point"`
 	At          []int64   `json:"at"`
 	Values      []float64 `json:"values,omitempty"`
+	Low         []float64 `json:"low,omitempty"`
+	High        []float64 `json:"high,omitempty"`
 	Unsupported string    `json:"unsupported,omitempty"`
 }
 
@@ -374,19 +376,39 @@ func runSweepJob(spec *v1alpha1.SchedExperimentSpec, shapes []v1alpha1.NodeShape
 	if err != nil {
 		return res, err
 	}
-	r, err := simengine.Run(in)
-	if err != nil {
-		return res, fmt.Errorf("simulating %s=%v, variant %q on %s: %w", axisNames(axes), grid[j.point], res.Variant, ShapeName(shape), err)
-	}
-	byGroup := map[string]v1alpha1.Metrics{}
-	for _, g := range r.Groups {
-		byGroup[g.Name] = FromSim(g.Metrics)
+	// The seeds run one after another here: the sweep's workers already
+	// keep every core busy.
+	n := Replicas(s, opts)
+	byGroup := map[string][]*v1alpha1.Metrics{}
+	seed := in.Seed
+	for i := 0; i < n; i++ {
+		in.Seed = seed + uint64(i)
+		r, err := simengine.Run(in)
+		if err != nil {
+			return res, fmt.Errorf("simulating %s=%v, variant %q on %s: %w", axisNames(axes), grid[j.point], res.Variant, ShapeName(shape), err)
+		}
+		for _, g := range r.Groups {
+			m := FromSim(g.Metrics)
+			byGroup[g.Name] = append(byGroup[g.Name], &m)
+		}
 	}
 	res.Values = make([]float64, len(cols))
+	if n > 1 {
+		res.Low = make([]float64, len(cols))
+		res.High = make([]float64, len(cols))
+	}
+	short := func(v float64) float64 { return math.Round(v*1e4) / 1e4 } // short, stable status values
 	for i, c := range cols {
-		m := byGroup[c.Group]
-		if v, ok := MetricValue(&m, c.Metric); ok && !math.IsNaN(v) && !math.IsInf(v, 0) {
-			res.Values[i] = math.Round(v*1e4) / 1e4 // short, stable status values
+		mid, low, high := summarizeReplicas(byGroup[c.Group])
+		v, ok := MetricValue(&mid, c.Metric)
+		if !ok || math.IsNaN(v) || math.IsInf(v, 0) {
+			continue
+		}
+		res.Values[i] = short(v)
+		if n > 1 {
+			lo, _ := MetricValue(&low, c.Metric)
+			hi, _ := MetricValue(&high, c.Metric)
+			res.Low[i], res.High[i] = short(lo), short(hi)
 		}
 	}
 	return res, nil

@@ -71,11 +71,22 @@ func MergeSweep(spec *v1alpha1.SchedExperimentSpec, shapes []v1alpha1.NodeShape,
 			res := v1alpha1.SweepShapeResult{Shape: ShapeName(shape), Variant: spec.Variants[vi].Name, Count: shapeCount(shape)}
 			for pi := 0; pi < np; pi++ {
 				j := jobs[(si*nv+vi)*np+pi]
-				pt := v1alpha1.SweepPoint{At: j.At, Values: j.Values, Unsupported: j.Unsupported}
-				pt.OK = j.Unsupported == "" && meetsConstraints(spec.Constraints, cols, j.Values) == ""
+				pt := v1alpha1.SweepPoint{At: j.At, Values: j.Values, Low: j.Low, High: j.High, Unsupported: j.Unsupported}
+				pt.OK = j.Unsupported == "" && meetsConstraints(spec.Constraints, cols, pt, true) == ""
 				res.Points = append(res.Points, pt)
 			}
 			answerShape(spec, axes, cols, &res)
+			// The optimistic answer: every metric at the favourable end of
+			// its interval. Together they are the answer's range.
+			opt := res
+			opt.Points = make([]v1alpha1.SweepPoint, len(res.Points))
+			for i, p := range res.Points {
+				p.OK = p.Unsupported == "" && meetsConstraints(spec.Constraints, cols, p, false) == ""
+				opt.Points[i] = p
+			}
+			opt.Answer, opt.Reason = nil, ""
+			answerShape(spec, axes, cols, &opt)
+			res.OptimisticAnswer = opt.Answer
 			st.Shapes = append(st.Shapes, res)
 		}
 	}
@@ -90,22 +101,37 @@ func shapeCount(s v1alpha1.NodeShape) int32 {
 	return *s.Count
 }
 
-// meetsConstraints returns "" when the values meet every constraint, or the
+// meetsConstraints returns "" when the point meets every constraint, or the
 // first constraint broken, e.g. "web/wakeupLatencyUs.p99 = 2113.4 > 2000".
-func meetsConstraints(cs []v1alpha1.Constraint, cols []SweepColumn, values []float64) string {
+// A point with an interval (low, high) meets a constraint only if its whole
+// interval does (whole); otherwise (whole false) if the favourable end does.
+func meetsConstraints(cs []v1alpha1.Constraint, cols []SweepColumn, p v1alpha1.SweepPoint, whole bool) string {
 	for _, c := range cs {
 		col := SweepColumn{c.Group, string(c.Metric)}
-		v := 0.0
+		v, lo, hi := 0.0, 0.0, 0.0
 		for i, x := range cols {
-			if x == col && i < len(values) {
-				v = values[i]
+			if x == col && i < len(p.Values) {
+				v, lo, hi = p.Values[i], p.Values[i], p.Values[i]
+				if i < len(p.Low) && i < len(p.High) {
+					lo, hi = p.Low[i], p.High[i]
+				}
 			}
 		}
-		if c.Max != nil && v > *c.Max {
-			return fmt.Sprintf("%s = %s > %s", col.Name(), fmtNum(v), fmtNum(*c.Max))
+		up, down := hi, lo // the ends a Max and a Min constraint test
+		if !whole {
+			up, down = lo, hi
 		}
-		if c.Min != nil && v < *c.Min {
-			return fmt.Sprintf("%s = %s < %s", col.Name(), fmtNum(v), fmtNum(*c.Min))
+		interval := func(x float64) string {
+			if lo == hi {
+				return fmtNum(x)
+			}
+			return fmt.Sprintf("%s [%s, %s]", fmtNum(v), fmtNum(lo), fmtNum(hi))
+		}
+		if c.Max != nil && up > *c.Max {
+			return fmt.Sprintf("%s = %s > %s", col.Name(), interval(v), fmtNum(*c.Max))
+		}
+		if c.Min != nil && down < *c.Min {
+			return fmt.Sprintf("%s = %s < %s", col.Name(), interval(v), fmtNum(*c.Min))
 		}
 	}
 	return ""
@@ -220,7 +246,7 @@ func firstBreak(spec *v1alpha1.SchedExperimentSpec, cols []SweepColumn, p v1alph
 	if p.Unsupported != "" {
 		return "unsupported: " + p.Unsupported
 	}
-	return meetsConstraints(spec.Constraints, cols, p.Values)
+	return meetsConstraints(spec.Constraints, cols, p, true)
 }
 
 // betterByObjectives reports whether a beats b by the objectives in order.
@@ -262,20 +288,30 @@ func fleetAnswer(spec *v1alpha1.SchedExperimentSpec, axes []SweepAxis, shapes []
 				continue
 			}
 			f.Nodes += int64(s.Count)
-			per := int64(0)
-			if s.Answer != nil {
-				per = s.Answer.At[0]
-			}
+			mult := int64(1)
 			if axes[0].Param.Target == v1alpha1.SweepTasks {
 				// Tasks are per replica: count every replica's.
 				for _, g := range spec.Workload.Groups {
 					if g.Name == axes[0].Param.Group {
-						per *= int64(g.ReplicaCount())
+						mult = int64(g.ReplicaCount())
 					}
 				}
 			}
+			per, hi := int64(0), int64(0)
+			if s.Answer != nil {
+				per = s.Answer.At[0] * mult
+			}
+			hi = per
+			if s.OptimisticAnswer != nil {
+				hi = s.OptimisticAnswer.At[0] * mult
+			}
 			f.Total += per * int64(s.Count)
-			f.PerShape = append(f.PerShape, fmt.Sprintf("%s: %d × %d", s.Shape, per, s.Count))
+			f.TotalHigh += hi * int64(s.Count)
+			if hi != per {
+				f.PerShape = append(f.PerShape, fmt.Sprintf("%s: %d (up to %d) × %d", s.Shape, per, hi, s.Count))
+			} else {
+				f.PerShape = append(f.PerShape, fmt.Sprintf("%s: %d × %d", s.Shape, per, s.Count))
+			}
 		}
 		out = append(out, f)
 	}
@@ -314,6 +350,9 @@ func SweepSummary(spec *v1alpha1.SchedExperimentSpec, st *v1alpha1.SweepStatus) 
 				parts = append(parts, fmt.Sprintf("%s=%d", st.Parameters[i], v))
 			}
 			ans = strings.Join(parts, ", ")
+			if o := s.OptimisticAnswer; o != nil && o.At[0] != s.Answer.At[0] {
+				ans += fmt.Sprintf(" (95%% range up to %s=%d)", st.Parameters[0], o.At[0])
+			}
 		}
 		lines = append(lines, fmt.Sprintf("%s, %s: %s (%s)", s.Shape, s.Variant, ans, s.Reason))
 	}

@@ -131,7 +131,7 @@ func TestPlanKnownAnswer(t *testing.T) {
 			t.Errorf("2 CPUs, %d hogs: cpuPerTask %.3f, want %.3f", i+1, got, want)
 		}
 	}
-	want := []v1alpha1.FleetAnswer{{Variant: "stock", Parameter: "hogs.replicas", Nodes: 5, Total: 4*3 + 8*2,
+	want := []v1alpha1.FleetAnswer{{Variant: "stock", Parameter: "hogs.replicas", Nodes: 5, Total: 4*3 + 8*2, TotalHigh: 4*3 + 8*2,
 		PerShape: []string{"2cpu-EEVDF: 4 × 3", "4cpu-EEVDF: 8 × 2"}}}
 	if diff := cmp.Diff(want, st.Fleet); diff != "" {
 		t.Errorf("fleet (-want +got):\n%s", diff)
@@ -198,7 +198,7 @@ func TestAnswerShapeWalk(t *testing.T) {
 		r := &v1alpha1.SweepShapeResult{}
 		for i, v := range vals {
 			r.Points = append(r.Points, v1alpha1.SweepPoint{At: []int64{int64(i + 1)}, Values: []float64{v},
-				OK: meetsConstraints(spec.Constraints, cols, []float64{v}) == ""})
+				OK: meetsConstraints(spec.Constraints, cols, v1alpha1.SweepPoint{Values: []float64{v}}, true) == ""})
 		}
 		return r
 	}

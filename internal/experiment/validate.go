@@ -277,6 +277,7 @@ func (v *validator) group(f string, g *v1alpha1.Group) {
 		v.addf(f+".policy", "%q: use Other, Batch or Idle", g.Policy)
 	}
 	v.durationIn(f+".slice", g.Slice, 100*time.Microsecond, 100*time.Millisecond)
+	v.durationIn(f+".timerSlack", g.TimerSlack, 0, 100*time.Millisecond)
 	if g.Session != "" {
 		if !dnsLabel.MatchString(g.Session) || len(g.Session) > 40 {
 			v.addf(f+".session", "%q must be a lower-case DNS label of at most 40 characters", g.Session)

@@ -312,9 +312,13 @@ func tasks(spec *v1alpha1.SchedExperimentSpec, replicas []host.Replica, rep int)
 			n := int(*g.Nice)
 			nice = &n
 		}
-		var slice int64
+		var slice, slack int64
 		if g.Slice != nil {
 			slice = g.Slice.Nanoseconds()
+		}
+		if g.TimerSlack != nil {
+			// prctl reads 0 as "back to the default": 1 ns is the least.
+			slack = max(g.TimerSlack.Nanoseconds(), 1)
 		}
 		for ri := 0; ri < int(g.ReplicaCount()); ri++ {
 			base := len(out)
@@ -322,7 +326,7 @@ func tasks(spec *v1alpha1.SchedExperimentSpec, replicas []host.Replica, rep int)
 				t := workload.Task{
 					Group: g.Name, Replica: ri, Index: ti,
 					Session: g.Session, Nice: nice, Policy: string(g.Policy), SliceNs: slice,
-					Pattern: *g.Pattern, Peer: -1,
+					TimerSlackNs: slack, Pattern: *g.Pattern, Peer: -1,
 					// The same seeds in every variant of a repetition, so
 					// Burst tasks do the same work under each.
 					Seed: seed ^ uint64(rep)<<40 ^ uint64(len(out))*0x9e3779b97f4a7c15,

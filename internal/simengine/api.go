@@ -32,11 +32,87 @@ type Node struct {
 	TunableScaling string `json:"tunableScaling,omitempty"`
 	// LegacySlice selects the EEVDF base slice of kernels before 6.15 (0.75 ms instead of 0.70 ms).
 	LegacySlice bool `json:"legacySlice,omitempty"`
-	// Calibration holds overheads fitted from measurements; zero by default.
+	// Constants are the node's wake-up path constants (the latency floor);
+	// zero fields take the defaults of DefaultConstants, so a prediction
+	// never shows a free wake-up. The agent measures them on each node in a
+	// short calibration window.
+	Constants Constants `json:"constants,omitempty"`
+	// Calibration holds overheads fitted from measurements across a fleet,
+	// added to the constants; zero by default.
 	Calibration Calibration `json:"calibration,omitempty"`
 }
 
-// Calibration holds per-node overheads, all zero by default.
+// Constants are what a wake-up costs on the node, beyond the scheduler's
+// decisions. Each is physics of the wake-up path, not a fit: a timer sleep
+// ends at the hrtimer's hard expiry (the deadline plus the task's timer
+// slack, or the first tick after the deadline on a busy CPU, see armTimer),
+// then pays TimerExpiryNs; a wake-up by another task pays WakeupNs; a CPU
+// that was idle pays IdleExitNs; the switch to the woken task pays
+// CtxSwitchNs; and every wake-up costs the task WakeupCPUNs of CPU (plus
+// TimerArmCPUNs for a timer sleep). Zero means the default
+// (DefaultConstants); NoCost means a real zero.
+type Constants struct {
+	// TimerExpiryNs: from the timer's expiry to the task's enqueue (the
+	// timer interrupt, hrtimer_interrupt(), hrtimer_wakeup(), ttwu).
+	TimerExpiryNs int64 `json:"timerExpiryNs,omitempty"`
+	// WakeupNs: from a wake-up call (a pipe write) to the wakee's enqueue
+	// on its CPU (try_to_wake_up(), the IPI of a remote wake-up).
+	WakeupNs int64 `json:"wakeupNs,omitempty"`
+	// IdleExitNs: leaving the idle loop (cpuidle exit, the tick restart)
+	// when the woken task's CPU was idle.
+	IdleExitNs int64 `json:"idleExitNs,omitempty"`
+	// CtxSwitchNs: __schedule() and context_switch() to the incoming task,
+	// charged to it; a woken task runs this long after it is picked.
+	CtxSwitchNs int64 `json:"ctxSwitchNs,omitempty"`
+	// WakeupCPUNs: CPU time a task spends per wake-up outside its
+	// pattern's work: the return from the blocking call, the call that
+	// blocks again, schedule() on the way out.
+	WakeupCPUNs int64 `json:"wakeupCPUNs,omitempty"`
+	// TimerArmCPUNs: CPU time of arming a timer for a sleep
+	// (hrtimer_start_range_ns(), reprogramming the clock event device).
+	TimerArmCPUNs int64 `json:"timerArmCPUNs,omitempty"`
+}
+
+// NoCost is the Constants value that means a real zero, since 0 means the default.
+const NoCost int64 = -1
+
+// DefaultTimerSlackNs is the timer slack of a normal task (init_task's
+// timer_slack_ns, 50 µs); real-time tasks have none.
+const DefaultTimerSlackNs int64 = 50_000
+
+// DefaultConstants are the wake-up constants of a node whose own were not
+// measured: orders of magnitude of a virtualised x86 server (an hrtimer
+// interrupt and a wake-up of a few µs each, leaving a shallow idle state in
+// a few µs, a context switch of about 3 µs, about 2 µs of system call and
+// scheduler work per wake-up, and a timer arm that reprograms the clock
+// event device, a VM exit on a guest).
+func DefaultConstants() Constants {
+	return Constants{TimerExpiryNs: 5_000, WakeupNs: 3_000, IdleExitNs: 5_000, CtxSwitchNs: 3_000, WakeupCPUNs: 2_000, TimerArmCPUNs: 3_000}
+}
+
+// resolve fills c's zero fields from DefaultConstants and turns NoCost into 0.
+func (c Constants) resolve() Constants {
+	d := DefaultConstants()
+	f := func(v, def int64) int64 {
+		switch {
+		case v == 0:
+			return def
+		case v < 0:
+			return 0
+		}
+		return v
+	}
+	return Constants{TimerExpiryNs: f(c.TimerExpiryNs, d.TimerExpiryNs), WakeupNs: f(c.WakeupNs, d.WakeupNs),
+		IdleExitNs: f(c.IdleExitNs, d.IdleExitNs), CtxSwitchNs: f(c.CtxSwitchNs, d.CtxSwitchNs),
+		WakeupCPUNs: f(c.WakeupCPUNs, d.WakeupCPUNs), TimerArmCPUNs: f(c.TimerArmCPUNs, d.TimerArmCPUNs)}
+}
+
+// Resolved returns c with its defaults filled in and NoCost turned into 0:
+// the constants a run uses.
+func (c Constants) Resolved() Constants { return c.resolve() }
+
+// Calibration holds per-node overheads fitted across a fleet, added to the
+// node's Constants; all zero by default.
 type Calibration struct {
 	// TimerOverheadNs delays every timer wakeup (hrtimer expiry to task enqueue).
 	TimerOverheadNs int64 `json:"timerOverheadNs,omitempty"`
@@ -122,6 +198,10 @@ type Group struct {
 	Policy         string `json:"policy,omitempty"` // "Other" | "Batch" | "Idle"; "" means Other
 	// SliceNs is the EEVDF custom slice (sched_attr.sched_runtime); 0 means the base slice.
 	SliceNs int64 `json:"sliceNs,omitempty"`
+	// TimerSlackNs is the tasks' timer slack (PR_SET_TIMERSLACK): a timer
+	// sleep may end anywhere up to this long after its deadline. 0 means
+	// DefaultTimerSlackNs (50 µs); the smallest slack a task can have is 1 ns.
+	TimerSlackNs int64 `json:"timerSlackNs,omitempty"`
 	// Session, when set, puts the tasks outside any cgroup in that session,
 	// which autogroup turns into one task group per session.
 	Session string `json:"session,omitempty"`
@@ -153,6 +233,15 @@ type Latency struct {
 	Max   float64 `json:"max"`
 	Mean  float64 `json:"mean"`
 	Count int64   `json:"count"`
+	// Over100us, Over1ms and Over10ms are the fractions of wake-ups later
+	// than 100 µs, 1 ms and 10 ms.
+	Over100us float64 `json:"over100us"`
+	Over1ms   float64 `json:"over1ms"`
+	Over10ms  float64 `json:"over10ms"`
+	// Histogram is the whole distribution (groups only): Histogram[i]
+	// counts the wake-ups with a latency in [2^(i-1), 2^i) µs, Histogram[0]
+	// those below 1 µs; trailing empty buckets are left out.
+	Histogram []int64 `json:"histogram,omitempty"`
 }
 
 // CtxSwitches are context switches per second.

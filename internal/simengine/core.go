@@ -50,7 +50,7 @@ func (s *sim) schedule(c int32) {
 			return
 		}
 		s.setNextTask(next)
-		s.switchIn(c, next)
+		s.switchIn(c, next, false)
 		return
 	}
 	if next == prev && !prevPut {
@@ -88,7 +88,7 @@ func (s *sim) schedule(c int32) {
 	if prev >= 0 {
 		s.switchOut(c, prev)
 	}
-	s.switchIn(c, next)
+	s.switchIn(c, next, prev < 0)
 }
 
 // putPrevTask is put_prev_task_fair(): put_prev_entity() at every level.
@@ -126,8 +126,10 @@ func (s *sim) switchOut(c, ti int32) {
 }
 
 // switchIn puts task ti on CPU c (context_switch()): it pays the context
-// switch cost, records its wakeup latency, and its run-end event is armed.
-func (s *sim) switchIn(c, ti int32) {
+// switch cost (and, on a CPU that was idle, the idle exit), records its
+// wakeup latency, is charged its per-wake-up CPU cost, and its run-end
+// event is armed.
+func (s *sim) switchIn(c, ti int32, fromIdle bool) {
 	cpu := &s.cpus[c]
 	t := &s.tasks[ti]
 	s.cpuPelt(c)
@@ -136,15 +138,23 @@ func (s *sim) switchIn(c, ti int32) {
 	cpu.curr = ti
 	t.listStamp = s.now // list_move to the head of cfs_tasks
 	s.setIdle(c, false)
-	if s.ctxNs > 0 && t.workEnd != never {
-		t.workEnd += s.scaleExec(s.ctxNs)
+	cost := s.ctxNs
+	if fromIdle {
+		cost += s.idleExitNs
 	}
 	if t.wakeAt >= 0 {
-		ranAt := s.now + s.ctxNs
+		ranAt := s.now + cost
 		if ranAt >= s.winStart && ranAt < s.end && t.hist != nil {
 			t.recordLatency(ranAt - t.wakeAt)
 		}
 		t.wakeAt = -1
+		cost += s.wakeCPUNs
+		if t.timerWake {
+			cost += s.armCPUNs
+		}
+	}
+	if cost > 0 && t.workEnd != never {
+		t.workEnd += s.scaleExec(cost)
 	}
 	s.armRunEnd(c)
 	if s.trace != nil {
@@ -284,18 +294,52 @@ func (s *sim) tick() {
 	}
 }
 
-// armTimer arms a wakeup timer for time at (hrtimer on the task's CPU).
+// armTimer arms the timer of a sleep until at (clock_nanosleep(), an
+// hrtimer on the task's CPU with the task's timer slack: hrtimer_start_range_ns()
+// in kernel/time/hrtimer.c). The timer's soft expiry is at, its hard expiry
+// at+slack; the clock event device is programmed for the hard expiry, and
+// __hrtimer_run_queues() expires every timer whose soft expiry has passed
+// whenever any hrtimer interrupt runs on that CPU. The one other timer the
+// simulator knows is the tick, which runs on a busy CPU only (NO_HZ_IDLE):
+// a tick between the two expiries on a busy CPU ends the sleep early
+// (timerSoftExpiry). The wake-up then pays the timer interrupt's cost.
 func (s *sim) armTimer(ti int32, at int64) {
 	t := &s.tasks[ti]
 	t.waitReason = at
 	t.waker = -1 // the timer fires on the task's CPU
 	t.pendingSync = false
-	s.push(event{t: at + s.timerNs + s.wakeNs, kind: evWake, a: ti})
+	t.timerWake = true
+	s.pushTimer(ti, at)
+}
+
+// pushTimer queues the next expiry check of ti's timer at or after from:
+// the first tick in [from, hard expiry), else the hard expiry.
+func (s *sim) pushTimer(ti int32, from int64) {
+	t := &s.tasks[ti]
+	hard := t.waitReason + t.slack
+	if tk := (from + s.tickNs - 1) / s.tickNs * s.tickNs; tk < hard {
+		s.push(event{t: tk, kind: evTimerSoft, a: ti})
+		return
+	}
+	s.push(event{t: hard + s.timerNs, kind: evWake, a: ti})
+}
+
+// timerSoftExpiry is a tick at which ti's timer is past its soft expiry:
+// the tick (tick_nohz_handler(), run from hrtimer_interrupt()) expires it if
+// the CPU is busy, so its tick is running; an idle CPU sleeps on.
+func (s *sim) timerSoftExpiry(ti int32) {
+	t := &s.tasks[ti]
+	if s.cpus[t.cpu].curr >= 0 {
+		s.push(event{t: s.now + s.timerNs, kind: evWake, a: ti})
+		return
+	}
+	s.pushTimer(ti, s.now+1)
 }
 
 // wakeTask wakes ti on behalf of the task running on wakerCPU (a pipe write).
 func (s *sim) wakeTask(ti, wakerCPU int32, sync bool) {
 	t := &s.tasks[ti]
+	t.timerWake = false
 	if s.wakeNs == 0 {
 		s.tryToWakeUp(ti, wakerCPU, sync, s.now)
 		return

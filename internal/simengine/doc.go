@@ -48,9 +48,20 @@
 //   - Workload patterns Hog, Periodic, LatencyProbe, PingPong and Burst, and
 //     the metrics: CPU, share, wakeup latency (log-linear histogram, ≤3%
 //     bucket width), context switches, deadline misses, operations.
-//   - Calibration: timer and wakeup overheads delay wakeups, the context
-//     switch cost is charged to the incoming task, background load slows the
-//     task clock (as IRQ time is excluded from rq_clock_task).
+//   - The latency floor, from the node's Constants (defaults in
+//     DefaultConstants, never zero unless asked): a timer sleep ends at its
+//     hrtimer's hard expiry (deadline + the task's timer slack, 50 µs by
+//     default) or at the first tick past the deadline on a busy CPU
+//     (hrtimer_interrupt() expires every timer past its soft expiry), then
+//     pays the timer interrupt; a wake-up by another task pays the wake-up
+//     path; a CPU leaving idle pays the idle exit; the switch to the woken
+//     task pays the context switch; every wake-up costs the task its
+//     system-call and scheduler work (and a timer sleep its timer arm).
+//     The histogram is reported whole (power-of-two µs buckets) with the
+//     fractions of wake-ups later than 100 µs, 1 ms and 10 ms.
+//   - Calibration (fitted across a fleet): timer and wakeup overheads added
+//     to the constants, the context switch cost likewise, background load
+//     slows the task clock (as IRQ time is excluded from rq_clock_task).
 //
 // # Simplifications
 //
@@ -60,6 +71,9 @@
 //     on the idle-CPU scan.
 //   - Only the fair class: no RT/deadline tasks, no kernel threads beyond
 //     Calibration.BackgroundLoad.
+//   - The only hrtimers are the tasks' sleeps and the tick: another task's
+//     timer interrupt does not expire a sleep past its soft expiry early.
+//     The idle exit and the context switch are charged to the woken task.
 //   - No buddies (NEXT_BUDDY, LAST_BUDDY, skip buddy), no HRTICK, no
 //     core scheduling, no uclamp.
 //   - Bandwidth uses one runtime pool per group instead of 5 ms per-CPU

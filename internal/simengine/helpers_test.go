@@ -43,3 +43,7 @@ func p99(t testing.TB, r *Result, name string) float64 {
 }
 
 func boolp(b bool) *bool { return &b }
+
+// freeWakeups are node constants of a wake-up path that costs nothing, for
+// tests of scheduler rules alone.
+var freeWakeups = Constants{TimerExpiryNs: NoCost, WakeupNs: NoCost, IdleExitNs: NoCost, CtxSwitchNs: NoCost, WakeupCPUNs: NoCost, TimerArmCPUNs: NoCost}

@@ -172,7 +172,51 @@ func (h *histogram) latency() *Latency {
 	l.P999 = qs[3] / 1000
 	l.Max = float64(h.max) / 1000
 	l.Mean = h.sum / float64(h.n) / 1000
+	n := float64(h.n)
+	l.Over100us = float64(h.countAbove(100_000)) / n
+	l.Over1ms = float64(h.countAbove(1_000_000)) / n
+	l.Over10ms = float64(h.countAbove(10_000_000)) / n
 	return l
+}
+
+// countAbove is the number of values above v (ns), counting a bucket that
+// straddles v in proportion to the part of it above v.
+func (h *histogram) countAbove(v int64) int64 {
+	var n float64
+	for i := histIndex(v); i < histBuckets; i++ {
+		c := h.counts[i]
+		if c == 0 {
+			continue
+		}
+		lo, hi := histBounds(i)
+		if lo > v {
+			n += float64(c)
+			continue
+		}
+		n += float64(c) * float64(hi-1-v) / float64(hi-lo)
+	}
+	return int64(n + 0.5)
+}
+
+// log2Us is the whole distribution in power-of-two buckets of µs (see
+// Latency.Histogram).
+func (h *histogram) log2Us() []int64 {
+	var out []int64
+	for i, c := range h.counts {
+		if c == 0 {
+			continue
+		}
+		lo, _ := histBounds(i)
+		b := 0
+		if us := lo / 1000; us > 0 {
+			b = bits.Len64(uint64(us))
+		}
+		for len(out) <= b {
+			out = append(out, 0)
+		}
+		out[b] += c
+	}
+	return out
 }
 
 // result builds the Result from the window accumulators.
@@ -256,6 +300,7 @@ func (s *sim) result() *Result {
 				gh = &histogram{}
 			}
 			gm.WakeupLatencyUs = gh.latency()
+			gm.WakeupLatencyUs.Histogram = gh.log2Us()
 			if g.Pattern.Type == PingPong {
 				gops /= 2 // a round trip is one run of each partner
 			}

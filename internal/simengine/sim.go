@@ -68,6 +68,7 @@ const (
 	evRunEnd
 	evWake
 	evPeriod
+	evTimerSoft // a timer sleep's soft expiry passed at a tick: expires if the tick runs on its CPU
 )
 
 // entity is a sched_entity: a task's or a per-CPU group entity.
@@ -178,12 +179,14 @@ type task struct {
 	waitReason  int64 // reason time carried by a pending wake event
 	waker       int32 // CPU of the waker for a pending wake event
 	pendingSync bool
+	timerWake   bool // the pending or last wake-up is a timer's
 	partner     int32
 	listStamp   int64
 	cpuPos      int32
 
-	pat taskPattern
-	rng *rand.Rand
+	pat   taskPattern
+	slack int64 // timer_slack_ns
+	rng   *rand.Rand
 
 	pl pelt2 // util_avg and runnable_avg
 
@@ -249,7 +252,7 @@ type sim struct {
 	nrLatency                                                      int64
 	nrMigrate                                                      int
 	bgNum                                                          int64 // task clock rate × 1e6
-	ctxNs, timerNs, wakeNs                                         int64
+	ctxNs, timerNs, wakeNs, idleExitNs, wakeCPUNs, armCPUNs        int64
 	balanceIntervalNs                                              int64
 
 	now, end, winStart int64
@@ -341,9 +344,13 @@ func newSim(in *Input) (*sim, error) {
 		s.nrMigrate = k.NrMigrate
 	}
 	s.bgNum = 1_000_000 - int64(math.Round(n.Calibration.BackgroundLoad*1e6))
-	s.ctxNs = n.Calibration.CtxSwitchNs
-	s.timerNs = n.Calibration.TimerOverheadNs
-	s.wakeNs = n.Calibration.WakeupOverheadNs
+	k0 := n.Constants.resolve()
+	s.ctxNs = k0.CtxSwitchNs + n.Calibration.CtxSwitchNs
+	s.timerNs = k0.TimerExpiryNs + n.Calibration.TimerOverheadNs
+	s.wakeNs = k0.WakeupNs + n.Calibration.WakeupOverheadNs
+	s.idleExitNs = k0.IdleExitNs
+	s.wakeCPUNs = k0.WakeupCPUNs
+	s.armCPUNs = k0.TimerArmCPUNs
 	// One flat sched_domain spanning all CPUs: min_interval = sd_weight ms
 	// (sd_init(), v6.x).
 	s.balanceIntervalNs = int64(n.CPUs) * 1_000_000
@@ -491,6 +498,10 @@ func (s *sim) build() {
 		case Burst:
 			kind = patBurst
 		}
+		slack := g.TimerSlackNs
+		if slack == 0 {
+			slack = DefaultTimerSlackNs
+		}
 		w := prioToWeight[g.Nice+20]
 		if pol == polIdle {
 			w = weightIdlePrio
@@ -512,7 +523,7 @@ func (s *sim) build() {
 				t := task{se: se, tg: tg, cpu: -1, group: int32(gi), policy: pol, kind: kind,
 					pat: taskPattern{RunNs: g.Pattern.RunNs, PeriodNs: g.Pattern.PeriodNs, IntervalNs: g.Pattern.IntervalNs,
 						MeanRunNs: g.Pattern.MeanRunNs, MeanSleepNs: g.Pattern.MeanSleepNs}, wakeAt: -1, partner: -1, cpuPos: -1, vNormalized: true,
-					rng: rand.New(rand.NewPCG(in.Seed, uint64(ti)+0x9e3779b97f4a7c15))}
+					slack: slack, rng: rand.New(rand.NewPCG(in.Seed, uint64(ti)+0x9e3779b97f4a7c15))}
 				if kind == patPingPong {
 					t.partner = first + int32(i^1)
 				}
@@ -664,6 +675,8 @@ func (s *sim) loop() {
 		case evWake:
 			t := &s.tasks[e.a]
 			s.tryToWakeUp(e.a, t.waker, t.pendingSync, t.waitReason)
+		case evTimerSoft:
+			s.timerSoftExpiry(e.a)
 		case evPeriod:
 			s.periodTimer(e.a)
 		}

@@ -164,6 +164,16 @@ func validate(in *Input) error {
 	if c.TimerOverheadNs > 1e9 || c.WakeupOverheadNs > 1e9 || c.CtxSwitchNs > 1e9 {
 		return fmt.Errorf("node.calibration overheads must be at most 1s")
 	}
+	k0 := &n.Constants
+	for _, kv := range []struct {
+		name string
+		v    int64
+	}{{"timerExpiryNs", k0.TimerExpiryNs}, {"wakeupNs", k0.WakeupNs}, {"idleExitNs", k0.IdleExitNs},
+		{"ctxSwitchNs", k0.CtxSwitchNs}, {"wakeupCPUNs", k0.WakeupCPUNs}, {"timerArmCPUNs", k0.TimerArmCPUNs}} {
+		if kv.v < NoCost || kv.v > 100_000_000 {
+			return fmt.Errorf("node.constants.%s is %d; set it between 0 (the default) and 1e8 (100ms), or to -1 for none", kv.name, kv.v)
+		}
+	}
 	if !(c.BackgroundLoad >= 0 && c.BackgroundLoad <= 0.95) {
 		return fmt.Errorf("node.calibration.backgroundLoad is %v; set it between 0 and 0.95", c.BackgroundLoad)
 	}
@@ -250,6 +260,9 @@ func validate(in *Input) error {
 		}
 		if g.CPUMaxQuotaNs != 0 && g.CPUMaxQuotaNs < 1_000_000 {
 			return fmt.Errorf("%s: cpuMaxQuotaNs is %d; set it to at least 1ms (1000000) or 0 for unlimited", where, g.CPUMaxQuotaNs)
+		}
+		if g.TimerSlackNs < 0 || g.TimerSlackNs > 100_000_000 {
+			return fmt.Errorf("%s: timerSlackNs is %d; set it between 1 and 100000000 (100ms), or 0 for the default 50µs", where, g.TimerSlackNs)
 		}
 		if g.Nice < -20 || g.Nice > 19 {
 			return fmt.Errorf("%s: nice is %d; set it between -20 and 19", where, g.Nice)

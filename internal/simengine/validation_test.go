@@ -175,10 +175,11 @@ func TestWeightedGroupsTwoCPUs(t *testing.T) {
 func TestSleeperFairness(t *testing.T) {
 	in := func(sch Scheduler) Input {
 		return Input{
-			Node: Node{CPUs: 1, Scheduler: sch, HZ: 1000},
+			// A free wake-up path and 1 ns of timer slack: the rule alone.
+			Node: Node{CPUs: 1, Scheduler: sch, HZ: 1000, Constants: freeWakeups},
 			Groups: []Group{
 				{Name: "hog", Tasks: 1, Session: "s"},
-				{Name: "half", Tasks: 1, Session: "s", Pattern: Pattern{Type: Burst, MeanRunNs: 200_000, MeanSleepNs: 200_000}},
+				{Name: "half", Tasks: 1, Session: "s", TimerSlackNs: 1, Pattern: Pattern{Type: Burst, MeanRunNs: 200_000, MeanSleepNs: 200_000}},
 			},
 			DurationNs: 10e9, WarmupNs: 1e9, Seed: 1,
 		}

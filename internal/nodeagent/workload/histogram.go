@@ -87,6 +87,25 @@ func (h *Histogram) SummaryUs() v1alpha1.LatencySummary {
 	}
 }
 
+// LateFraction is the fraction of values later than 100 µs, 1 ms and
+// 10 ms (a bucket counts as later when its lowest value is).
+func (h *Histogram) LateFraction() v1alpha1.LateFraction {
+	if h == nil || h.Count() == 0 {
+		return v1alpha1.LateFraction{}
+	}
+	var over [3]int64
+	limits := [3]int64{100_000, 1_000_000, 10_000_000}
+	for _, b := range h.h.Distribution() {
+		for i, l := range limits {
+			if b.From > l {
+				over[i] += b.Count
+			}
+		}
+	}
+	n := float64(h.Count())
+	return v1alpha1.LateFraction{Over100us: float64(over[0]) / n, Over1ms: float64(over[1]) / n, Over10ms: float64(over[2]) / n}
+}
+
 // countsLen is the length of the counts array of this package's geometry.
 var countsLen = len(hdrhistogram.New(histLowest, histHighest, histDigits).Export().Counts)
 

@@ -48,6 +48,8 @@ func GroupMetrics(w *Window, group string) v1alpha1.Metrics {
 	if pattern != v1alpha1.PatternHog {
 		s := lat.SummaryUs()
 		m.WakeupLatencyUs = &s
+		f := lat.LateFraction()
+		m.LateFraction = &f
 		o := float64(ops) / secs
 		m.OpsPerSec = &o
 	}

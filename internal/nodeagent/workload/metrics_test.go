@@ -95,6 +95,14 @@ func TestHistogramSummaryUs(t *testing.T) {
 	}
 }
 
+func TestHistogramLateFraction(t *testing.T) {
+	got := hist(50e3, 99e3, 101e3, 150e3, 2e6, 20e6, 30e6, 9.9e6).LateFraction()
+	want := v1alpha1.LateFraction{Over100us: 6.0 / 8, Over1ms: 4.0 / 8, Over10ms: 2.0 / 8}
+	if got != want {
+		t.Errorf("late fractions %+v, want %+v", got, want)
+	}
+}
+
 func TestGroupMetrics(t *testing.T) {
 	w := &Window{Duration: 2 * time.Second, Tasks: []TaskStats{
 		{Group: "hog", Pattern: v1alpha1.PatternHog, CPUNs: 1.5e9, Voluntary: 2, Involuntary: 400, Latency: NewHistogram()},
@@ -109,7 +117,7 @@ func TestGroupMetrics(t *testing.T) {
 		"frame": {CPU: 0.2, CPUPerTask: 0.1, Share: 0.4 / 2.4,
 			CtxSwitchesPerSec: &v1alpha1.ContextSwitches{Voluntary: 50},
 			WakeupLatencyUs:   &v1alpha1.LatencySummary{P50: 20, P90: 40, P99: 40, P999: 40, Max: 40, Mean: 25, Count: 4},
-			DeadlineMissRatio: f(0.01), OpsPerSec: f(49.5)},
+			DeadlineMissRatio: f(0.01), OpsPerSec: f(49.5), LateFraction: &v1alpha1.LateFraction{}},
 	}
 	got := WindowMetrics(w)
 	if d := cmp.Diff(want, got, cmpopts.EquateApprox(0.001, 1e-9)); d != "" {

@@ -35,6 +35,8 @@ type workerConfig struct {
 	Nice    *int   `json:"nice,omitempty"`
 	Policy  string `json:"policy,omitempty"`
 	SliceNs int64  `json:"sliceNs,omitempty"`
+	// TimerSlackNs is the work thread's timer slack; 0 keeps the default.
+	TimerSlackNs int64 `json:"timerSlackNs,omitempty"`
 
 	// Children (session mode): each child's config and the leader's file
 	// descriptors that become the child's fds 3, 4, 5 ….
@@ -82,7 +84,7 @@ const (
 // taskConfig turns a Task into its worker's configuration, validating the
 // pattern's parameters again (the agent never trusts the API server).
 func taskConfig(t Task, runID string, index int) (workerConfig, error) {
-	c := workerConfig{RunID: runID, Mode: "task", Pattern: t.Pattern.Type, Nice: t.Nice, Policy: t.Policy, SliceNs: t.SliceNs, Seed: t.Seed, Slot: index, Perturb: t.Perturb}
+	c := workerConfig{RunID: runID, Mode: "task", Pattern: t.Pattern.Type, Nice: t.Nice, Policy: t.Policy, SliceNs: t.SliceNs, TimerSlackNs: t.TimerSlackNs, Seed: t.Seed, Slot: index, Perturb: t.Perturb}
 	ns := func(name string, d *metav1.Duration, lo, hi int64) (int64, error) {
 		if d == nil {
 			return 0, fmt.Errorf("task %d (%s/%d/%d): %s pattern needs %s", index, t.Group, t.Replica, t.Index, t.Pattern.Type, name)
@@ -134,6 +136,9 @@ func taskConfig(t Task, runID string, index int) (workerConfig, error) {
 	}
 	if t.Nice != nil && (*t.Nice < -20 || *t.Nice > 19) {
 		return c, fmt.Errorf("task %d (%s): nice %d is outside -20..19", index, t.Group, *t.Nice)
+	}
+	if t.TimerSlackNs < 0 || t.TimerSlackNs > 100e6 {
+		return c, fmt.Errorf("task %d (%s): timer slack %dns is outside 1ns..100ms", index, t.Group, t.TimerSlackNs)
 	}
 	if t.SliceNs != 0 && (t.SliceNs < 100e3 || t.SliceNs > 100e6) {
 		return c, fmt.Errorf("task %d (%s): slice %dns is outside 100us..100ms", index, t.Group, t.SliceNs)

@@ -207,6 +207,12 @@ func runTask(cfg workerConfig, c *ctrl) int {
 	if err := setupTask(cfg); err != nil {
 		return report(err)
 	}
+	// Timer slack is per thread: set it on this one, the work thread.
+	if cfg.TimerSlackNs > 0 {
+		if err := unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(cfg.TimerSlackNs), 0, 0, 0); err != nil {
+			return report(fmt.Errorf("prctl(PR_SET_TIMERSLACK, %d): %w", cfg.TimerSlackNs, err))
+		}
+	}
 	if cfg.Pattern == v1alpha1.PatternPingPong {
 		for _, fd := range []int{peerReadFD, peerWrFD} {
 			if err := unix.SetNonblock(fd, false); err != nil {

@@ -61,6 +61,10 @@ type Task struct {
 	Policy  string
 	SliceNs int64
 
+	// TimerSlackNs (1..100ms; 0 keeps the default 50us) is set with
+	// prctl(PR_SET_TIMERSLACK) on the work thread before its work starts.
+	TimerSlackNs int64
+
 	// Pattern is what the task does (Hog, Periodic, LatencyProbe, PingPong,
 	// Burst), with durations as in the API.
 	Pattern v1alpha1.Pattern
