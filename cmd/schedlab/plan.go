@@ -379,7 +379,11 @@ func simulateShard(w io.Writer, file, spec string, sf *shapeFlags) error {
 	if err != nil {
 		return err
 	}
-	opts := experiment.SweepOptions{PredictOptions: sf.options(), Shard: i, Shards: n}
+	popts, err := sf.options()
+	if err != nil {
+		return err
+	}
+	opts := experiment.SweepOptions{PredictOptions: popts, Shard: i, Shards: n}
 	sh, err := experiment.RunSweep(context.Background(), &exp.Spec, shapes, opts)
 	if err != nil {
 		return err

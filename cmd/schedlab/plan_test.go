@@ -88,3 +88,18 @@ func TestParseShard(t *testing.T) {
 		}
 	}
 }
+
+// simulate --calibration: a calibration for the shape changes the
+// prediction; a file that cannot be read is refused, naming the flag.
+func TestSimulateCalibration(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "plan.yaml")
+	if err := os.WriteFile(file, []byte(planSpec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sf := shapeFlags{seed: -1, calibration: filepath.Join(dir, "missing.yaml")}
+	err := simulate(io.Discard, file, "json", &sf)
+	if err == nil || !strings.Contains(err.Error(), "--calibration") {
+		t.Fatalf("missing calibration file: err %v, want one naming --calibration", err)
+	}
+}

@@ -30,6 +30,7 @@ func init() {
 
 type runFlags struct {
 	file, out, report, stateDir, runID string
+	calibration                        string
 	restoreOnly, verbose               bool
 	wait                               time.Duration
 }
@@ -42,6 +43,7 @@ func runRun(args []string) int {
 	fs.StringVar(&f.report, "report", "", "directory to write report.json (and a chart) into")
 	fs.StringVar(&f.stateDir, "state-dir", nodeagent.DefaultStateDir, "directory of the journal and the lock")
 	fs.StringVar(&f.runID, "run-id", "", "run id: names the cgroups schedlab/<id>/… (default local-<time>)")
+	fs.StringVar(&f.calibration, "calibration", "", "calibration file (from schedlab calibrate) for this machine's shape, used by the predictions")
 	fs.BoolVar(&f.restoreOnly, "restore-only", false, "only restore what an earlier run left in --state-dir's journal, then exit")
 	fs.BoolVar(&f.verbose, "v", false, "log what the agent does (stderr)")
 	fs.DurationVar(&f.wait, "wait", 0, "wait this long for another run on this machine to finish (default: fail at once, naming it)")
@@ -117,7 +119,11 @@ func run(ctx context.Context, stdout, stderr io.Writer, f *runFlags, log logr.Lo
 	results := experiment.Aggregate(spec, []v1alpha1.NodeRun{{Spec: v1alpha1.NodeRunSpec{NodeName: hostname}, Status: *st}})
 	shape := localShapeFrom(caps)
 	predErr := ""
-	preds, perr := experiment.Predict(spec, []v1alpha1.NodeShape{shape}, experiment.PredictOptions{})
+	popts, perr := runPredictOptions(f)
+	var preds []experiment.Prediction
+	if perr == nil {
+		preds, perr = experiment.Predict(spec, []v1alpha1.NodeShape{shape}, popts)
+	}
 	if perr != nil {
 		fmt.Fprintf(stderr, "warning: no predictions: %v\n", perr)
 	} else {
@@ -144,6 +150,12 @@ func run(ctx context.Context, stdout, stderr io.Writer, f *runFlags, log logr.Lo
 	return runErr
 }
 
+// runPredictOptions are the prediction options of run: its calibration file.
+func runPredictOptions(f *runFlags) (experiment.PredictOptions, error) {
+	sf := shapeFlags{seed: -1, calibration: f.calibration}
+	return sf.options()
+}
+
 // localShapeFrom is the simulator's view of this machine.
 func localShapeFrom(c *v1alpha1.NodeCapabilities) v1alpha1.NodeShape {
 	s := experiment.ShapeForKernel(c.CPUs, c.KernelVersion)
@@ -164,7 +176,11 @@ func unprivileged(stdout, stderr io.Writer, exp *v1alpha1.SchedExperiment, f *ru
 		return err
 	}
 	shape := localShapeFrom(caps)
-	preds, err := experiment.Predict(&exp.Spec, []v1alpha1.NodeShape{shape}, experiment.PredictOptions{})
+	popts, err := runPredictOptions(f)
+	if err != nil {
+		return err
+	}
+	preds, err := experiment.Predict(&exp.Spec, []v1alpha1.NodeShape{shape}, popts)
 	if err != nil {
 		return err
 	}

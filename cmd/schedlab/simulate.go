@@ -27,6 +27,9 @@ type shapeFlags struct {
 	preempt   string
 	seed      int64
 	duration  time.Duration
+	// calibration is a calibration file (schedlab calibrate) for the
+	// shapes it names.
+	calibration string
 }
 
 func (f *shapeFlags) register(fs *flag.FlagSet) {
@@ -35,6 +38,7 @@ func (f *shapeFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.hz, "hz", 0, "tick rate: 100, 250, 300 or 1000")
 	fs.StringVar(&f.preempt, "preempt", "", "preemption model: none, voluntary, full or lazy")
 	fs.Int64Var(&f.seed, "seed", -1, "simulator seed (overrides spec.simulation.seed)")
+	fs.StringVar(&f.calibration, "calibration", "", "calibration file (from schedlab calibrate) used for the shapes it names")
 	fs.DurationVar(&f.duration, "duration", 0, fmt.Sprintf("simulated window (default: the spec's duration, at most %s)", experiment.MaxSimulatedDuration))
 }
 
@@ -62,13 +66,20 @@ func (f *shapeFlags) shapes(spec *v1alpha1.SchedExperimentSpec) ([]v1alpha1.Node
 	return []v1alpha1.NodeShape{base}, nil
 }
 
-func (f *shapeFlags) options() experiment.PredictOptions {
+func (f *shapeFlags) options() (experiment.PredictOptions, error) {
 	o := experiment.PredictOptions{Duration: f.duration}
 	if f.seed >= 0 {
 		s := uint64(f.seed)
 		o.Seed = &s
 	}
-	return o
+	if f.calibration != "" {
+		cf, err := experiment.LoadCalibrationFile(f.calibration)
+		if err != nil {
+			return o, fmt.Errorf("--calibration: %w", err)
+		}
+		o.Calibration = experiment.CalibrationMap(cf.Shapes)
+	}
+	return o, nil
 }
 
 // localShape is this machine's shape: its CPUs and its kernel's family.
@@ -118,7 +129,11 @@ func simulate(w io.Writer, file, out string, sf *shapeFlags) error {
 	if err != nil {
 		return err
 	}
-	preds, err := experiment.Predict(&exp.Spec, shapes, sf.options())
+	opts, err := sf.options()
+	if err != nil {
+		return err
+	}
+	preds, err := experiment.Predict(&exp.Spec, shapes, opts)
 	if err != nil {
 		return err
 	}
