@@ -1,6 +1,3 @@
-// Package controllers holds the schedlab reconcilers: the SchedExperiment
-// lifecycle (select and lock nodes, run the agents, aggregate their NodeRuns,
-// restore and unlock).
 package controllers
 
 import (

@@ -16,8 +16,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	"github.com/schedlab/schedlab/api/names"
 	"github.com/schedlab/schedlab/api/v1alpha1"
-	"github.com/schedlab/schedlab/controllers/names"
 )
 
 const templateHashAnnotation = "schedlab.io/template-hash"

@@ -12,8 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	"github.com/schedlab/schedlab/api/names"
 	"github.com/schedlab/schedlab/api/v1alpha1"
-	"github.com/schedlab/schedlab/controllers/names"
 )
 
 // lockNodes takes a Lease per chosen node, all or nothing: when another
@@ -74,8 +74,7 @@ func (r *SchedExperimentReconciler) lockNodes(ctx context.Context, s *scope) err
 
 	if len(blockers) > 0 {
 		msg := fmt.Sprintf("waiting for %d of %d nodes: %s", len(blockers), len(s.chosen), strings.Join(limit(blockers, 10), "; "))
-		s.setCondition(v1alpha1.ConditionNodesLocked, metav1.ConditionFalse, v1alpha1.ReasonWaitingForNodes, msg)
-		s.setCondition(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonWaitingForNodes, msg)
+		s.markWaitingForNodes(msg)
 		s.requeueIn(r.Config.WaitRecheck)
 		s.stop = true
 		if len(s.leases) > 0 {
@@ -120,7 +119,7 @@ func (r *SchedExperimentReconciler) lockNodes(ctx context.Context, s *scope) err
 		}
 	}
 	msg := fmt.Sprintf("holding the locks of %d nodes", len(s.chosen))
-	s.setCondition(v1alpha1.ConditionNodesLocked, metav1.ConditionTrue, v1alpha1.ReasonNodesLocked, msg)
+	s.markNodesLocked(msg)
 	s.status.StartTime = &s.now
 	s.status.ResultsGeneration = s.exp.Generation
 	s.log.V(1).Info("Locked nodes", "count", len(s.chosen))

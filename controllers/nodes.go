@@ -63,8 +63,7 @@ func (r *SchedExperimentReconciler) selectNodes(ctx context.Context, s *scope) e
 		if len(skipped) > 0 {
 			msg = fmt.Sprintf("no node matching the nodeSelector is Ready, schedulable and untainted: %s", strings.Join(limit(skipped, 10), ", "))
 		}
-		s.setCondition(v1alpha1.ConditionNodesLocked, metav1.ConditionFalse, v1alpha1.ReasonNoNodes, msg)
-		s.setCondition(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonNoNodes, msg)
+		s.markNoNodes(msg)
 		s.status.Nodes, s.status.NodeProgress = nil, ""
 		s.stop = true
 		if len(s.leases) > 0 {

@@ -14,17 +14,17 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	"github.com/schedlab/schedlab/api/names"
 	"github.com/schedlab/schedlab/api/v1alpha1"
-	"github.com/schedlab/schedlab/controllers/names"
+	"github.com/schedlab/schedlab/api/v1alpha1/validation"
 )
 
 // reasonReleased is the NodesLocked reason once the run is over and the
 // nodes are unlocked.
-const reasonReleased = "Released"
-
 // phases of a live experiment, in order.
 func (r *SchedExperimentReconciler) phases() []phase {
 	return []phase{
@@ -52,12 +52,6 @@ func (r *SchedExperimentReconciler) deletionPhases() []phase {
 		{"release nodes", r.releaseNodes},
 		{"remove finalizer", r.removeFinalizer},
 	}
-}
-
-// terminal reports whether the current generation has finished: completed,
-// failed, or refused as invalid.
-func (s *scope) terminal() bool {
-	return s.conditionTrue(v1alpha1.ConditionCompleted) || s.conditionTrue(v1alpha1.ConditionFailed)
 }
 
 func (s *scope) measure() bool { return s.exp.Spec.Mode != v1alpha1.ModeSimulate }
@@ -131,14 +125,12 @@ func (r *SchedExperimentReconciler) abortStaleGeneration(ctx context.Context, s 
 		s.event(corev1.EventTypeNormal, v1alpha1.ReasonSpecChanged, "Abort",
 			fmt.Sprintf("Spec changed to generation %d: stopping the run of generation %d and restoring its nodes", gen, old))
 	}
-	s.setCondition(v1alpha1.ConditionRunning, metav1.ConditionFalse, v1alpha1.ReasonSpecChanged,
-		fmt.Sprintf("spec changed to generation %d: the run of generation %d is stopped and its nodes restored before the new run starts", gen, old))
-	s.setCondition(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonSpecChanged, "restarting for the new generation")
+	s.markSpecChanged(old)
 	since := meta.FindStatusCondition(s.status.Conditions, v1alpha1.ConditionRunning).LastTransitionTime
 	drained, waiting, err := r.drain(ctx, s, stale, since)
 	if err != nil || !drained {
 		if waiting != "" {
-			s.setCondition(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonSpecChanged, waiting)
+			s.markRestarting(waiting)
 		}
 		s.stop = true
 		return err
@@ -161,37 +153,36 @@ func (r *SchedExperimentReconciler) abortStaleGeneration(ctx context.Context, s 
 	s.status.StartTime, s.status.CompletionTime = nil, nil
 	s.status.Sweep = nil
 	s.status.Calibration = nil
-	for _, t := range []string{v1alpha1.ConditionCompleted, v1alpha1.ConditionDegraded, v1alpha1.ConditionFailed, v1alpha1.ConditionNodesLocked} {
-		meta.RemoveStatusCondition(&s.status.Conditions, t)
-	}
+	s.forgetRunConditions()
 	if len(stale) > 0 {
 		s.stop = true // their deletion brings us back
 	}
 	return nil
 }
 
-// validate refuses what the schema cannot: an unparsable selector, a
-// Measure experiment without one.
+// validate runs the shared validator (the rules of the CRD's schema and CEL,
+// again, for objects admitted before a rule existed) and refuses what only
+// the controller can see: an unparsable selector.
 func (r *SchedExperimentReconciler) validate(_ context.Context, s *scope) error {
 	if s.terminal() {
 		return nil
 	}
-	msg := ""
+	spec := s.exp.Spec.DeepCopy()
+	spec.Default()
+	errs := validation.ValidateSpec(spec, field.NewPath("spec"))
 	if sel := s.exp.Spec.NodeSelector; sel != nil {
 		if _, err := metav1.LabelSelectorAsSelector(sel); err != nil {
-			msg = fmt.Sprintf("nodeSelector: %v", err)
+			errs = append(errs, field.Invalid(field.NewPath("spec", "nodeSelector"), field.OmitValueType{}, err.Error()))
 		}
-	} else if s.measure() {
-		msg = "mode Measure needs a nodeSelector"
 	}
-	if !s.measure() && s.exp.Spec.NodeSelector == nil && (s.exp.Spec.Simulation == nil || len(s.exp.Spec.Simulation.Nodes) == 0) {
-		msg = "mode Simulate needs a nodeSelector or simulation.nodes"
+	msg := ""
+	if len(errs) > 0 {
+		msg = errs.ToAggregate().Error()
 	}
 	if msg == "" {
 		return nil
 	}
-	s.setCondition(v1alpha1.ConditionFailed, metav1.ConditionTrue, v1alpha1.ReasonInvalidSpec, msg)
-	s.setCondition(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonInvalidSpec, msg)
+	s.markInvalid(msg)
 	s.event(corev1.EventTypeWarning, v1alpha1.ReasonInvalidSpec, "Validate", msg)
 	return nil
 }
@@ -228,8 +219,7 @@ func (r *SchedExperimentReconciler) simulate(ctx context.Context, s *scope) erro
 	}
 	s.status.CompletionTime = &s.now
 	msg := fmt.Sprintf("predicted %d variants for %d node shapes", len(s.exp.Spec.Variants), len(shapes))
-	s.setCondition(v1alpha1.ConditionCompleted, metav1.ConditionTrue, v1alpha1.ReasonSimulated, msg)
-	s.setCondition(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonSimulated, msg)
+	s.markSimulated(msg)
 	s.event(corev1.EventTypeNormal, "Completed", "Simulate", "Completed: "+msg)
 	s.stop = true
 	return nil
@@ -409,8 +399,7 @@ func (r *SchedExperimentReconciler) trackProgress(_ context.Context, s *scope) e
 	s.status.NodeProgress = fmt.Sprintf("%d/%d", done, len(s.chosen))
 	if done < len(s.chosen) {
 		msg := fmt.Sprintf("%d of %d nodes done", done, len(s.chosen))
-		s.setCondition(v1alpha1.ConditionRunning, metav1.ConditionTrue, v1alpha1.ReasonRunning, msg)
-		s.setCondition(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonRunning, msg)
+		s.markRunning(msg)
 		s.requeueIn(deadline.Sub(s.now.Time))
 	}
 	return nil
@@ -421,37 +410,15 @@ func (r *SchedExperimentReconciler) complete(ctx context.Context, s *scope) erro
 	if !s.measure() || s.terminal() || s.stop {
 		return nil
 	}
-	var ok, bad []v1alpha1.NodeProgress
-	timedOut := 0
-	for _, p := range s.status.Nodes {
-		if !p.Phase.Finished() {
-			return nil
-		}
-		switch p.Phase {
-		case v1alpha1.NodeRunCompleted:
-			ok = append(ok, p)
-		default:
-			bad = append(bad, p)
-			if p.Phase == v1alpha1.NodeRunTimedOut {
-				timedOut++
-			}
-		}
-	}
-	reason := v1alpha1.ReasonSucceeded
-	if len(bad) > 0 {
-		reason = v1alpha1.ReasonNodesFailed
-		if timedOut == len(bad) {
-			reason = v1alpha1.ReasonTimedOut
-		}
+	ok, bad, reason, finished := splitFinished(s.status.Nodes)
+	if !finished {
+		return nil
 	}
 	s.status.CompletionTime = &s.now
 	s.status.ResultsGeneration = s.exp.Generation
 	if len(ok) == 0 {
 		msg := "no node completed: " + describeNodes(bad)
-		s.setCondition(v1alpha1.ConditionFailed, metav1.ConditionTrue, reason, msg)
-		s.setCondition(v1alpha1.ConditionCompleted, metav1.ConditionFalse, reason, msg)
-		s.setCondition(v1alpha1.ConditionRunning, metav1.ConditionFalse, reason, msg)
-		s.setCondition(v1alpha1.ConditionReady, metav1.ConditionFalse, reason, msg)
+		s.markFailed(reason, msg)
 		s.event(corev1.EventTypeWarning, "Failed", "Complete", "Failed: "+msg)
 		return nil
 	}
@@ -485,37 +452,16 @@ func (r *SchedExperimentReconciler) complete(ctx context.Context, s *scope) erro
 	if an.BestVariant != "" {
 		msg += "; best variant: " + an.BestVariant
 	}
-	s.setCondition(v1alpha1.ConditionCompleted, metav1.ConditionTrue, reason, msg)
-	s.setCondition(v1alpha1.ConditionRunning, metav1.ConditionFalse, reason, msg)
-	s.setCondition(v1alpha1.ConditionReady, metav1.ConditionTrue, reason, msg)
+	s.markCompleted(reason, msg)
 	s.event(corev1.EventTypeNormal, "Completed", "Complete", "Completed: "+msg)
 	if len(bad) > 0 {
 		dmsg := fmt.Sprintf("%d of %d nodes did not complete: %s", len(bad), len(s.status.Nodes), describeNodes(bad))
-		s.setCondition(v1alpha1.ConditionDegraded, metav1.ConditionTrue, reason, dmsg)
+		s.markDegraded(reason, dmsg)
 		s.event(corev1.EventTypeWarning, "Degraded", "Complete", "Degraded: "+dmsg)
 	} else {
-		s.setCondition(v1alpha1.ConditionDegraded, metav1.ConditionFalse, reason, "every node completed")
+		s.markNotDegraded(reason)
 	}
 	return nil
-}
-
-// describeNodes names nodes and why they did not complete, the first ten.
-func describeNodes(ps []v1alpha1.NodeProgress) string {
-	var b strings.Builder
-	for i, p := range ps {
-		if i == 10 {
-			fmt.Fprintf(&b, "; and %d more", len(ps)-10)
-			break
-		}
-		if i > 0 {
-			b.WriteString("; ")
-		}
-		fmt.Fprintf(&b, "%s: %s", p.Name, p.Phase)
-		if p.Message != "" {
-			fmt.Fprintf(&b, " (%s)", truncate(p.Message, 200))
-		}
-	}
-	return b.String()
 }
 
 // finish ends a finished run: the agents go, their restore is awaited, and
@@ -531,7 +477,7 @@ func (r *SchedExperimentReconciler) finish(ctx context.Context, s *scope) error 
 	drained, waiting, err := r.drain(ctx, s, s.runs, since)
 	if err != nil || !drained {
 		if waiting != "" {
-			s.setCondition(v1alpha1.ConditionNodesLocked, metav1.ConditionTrue, v1alpha1.ReasonNodesLocked, waiting+" before unlocking them")
+			s.markUnlockWaiting(waiting)
 		}
 		return err
 	}
@@ -540,23 +486,18 @@ func (r *SchedExperimentReconciler) finish(ctx context.Context, s *scope) error 
 			return err
 		}
 	}
-	if c := meta.FindStatusCondition(s.status.Conditions, v1alpha1.ConditionNodesLocked); c != nil && c.Status == metav1.ConditionTrue {
-		s.setCondition(v1alpha1.ConditionNodesLocked, metav1.ConditionFalse, reasonReleased, "the run is over and the nodes are unlocked")
-	}
+	s.markNodesReleased()
 	return nil
 }
 
 // drainForDeletion deletes the agents and waits (bounded) for the nodes to
 // report their restore before the locks go.
 func (r *SchedExperimentReconciler) drainForDeletion(ctx context.Context, s *scope) error {
-	s.setCondition(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonDeleting, "deleting: stopping the agents and restoring the nodes")
-	if c := meta.FindStatusCondition(s.status.Conditions, v1alpha1.ConditionRunning); c != nil && c.Status == metav1.ConditionTrue {
-		s.setCondition(v1alpha1.ConditionRunning, metav1.ConditionFalse, v1alpha1.ReasonDeleting, "deleting")
-	}
+	s.markDeleting("")
 	drained, waiting, err := r.drain(ctx, s, s.runs, *s.exp.DeletionTimestamp)
 	if err != nil || !drained {
 		if waiting != "" {
-			s.setCondition(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonDeleting, waiting)
+			s.markDeleting(waiting)
 		}
 		s.stop = true
 	}
@@ -615,13 +556,6 @@ func (r *SchedExperimentReconciler) drain(ctx context.Context, s *scope, runs []
 // that everything is back.
 func needsRestore(nr *v1alpha1.NodeRun) bool {
 	return nr.Status.StartTime != nil && !nr.Status.Restored
-}
-
-func summarize(nodes []string) string {
-	if len(nodes) > 10 {
-		return strings.Join(nodes[:10], ", ") + fmt.Sprintf(" and %d more", len(nodes)-10)
-	}
-	return strings.Join(nodes, ", ")
 }
 
 // deleteObject deletes obj if it is still the object that was read.

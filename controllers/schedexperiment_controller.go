@@ -22,8 +22,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/schedlab/schedlab/api/names"
 	"github.com/schedlab/schedlab/api/v1alpha1"
-	"github.com/schedlab/schedlab/controllers/names"
 )
 
 // +kubebuilder:rbac:groups=schedlab.io,resources=schedexperiments,verbs=get;list;watch;update;patch
@@ -96,24 +96,6 @@ func (s *scope) requeueIn(d time.Duration) {
 
 func (s *scope) event(typ, reason, action, note string) {
 	s.events = append(s.events, pendingEvent{typ: typ, reason: reason, action: action, note: note})
-}
-
-// setCondition sets a condition, keeping its transition time when the
-// status does not change, and taking time from the injected clock.
-func (s *scope) setCondition(typ string, status metav1.ConditionStatus, reason, message string) {
-	c := metav1.Condition{
-		Type: typ, Status: status, Reason: reason, Message: truncate(message, 32768),
-		ObservedGeneration: s.exp.Generation, LastTransitionTime: s.now,
-	}
-	if old := meta.FindStatusCondition(s.status.Conditions, typ); old != nil && old.Status == status {
-		c.LastTransitionTime = old.LastTransitionTime
-	}
-	meta.SetStatusCondition(&s.status.Conditions, c)
-}
-
-func (s *scope) conditionTrue(typ string) bool {
-	c := meta.FindStatusCondition(s.status.Conditions, typ)
-	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == s.exp.Generation
 }
 
 // Reconcile brings one SchedExperiment a step closer to done.
@@ -215,11 +197,4 @@ func ignoreConflict(err error) error {
 		return nil
 	}
 	return err
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-3] + "..."
 }

@@ -24,8 +24,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/schedlab/schedlab/api/names"
 	"github.com/schedlab/schedlab/api/v1alpha1"
-	"github.com/schedlab/schedlab/controllers/names"
 )
 
 type stubAnalyzer struct {

@@ -39,7 +39,7 @@ manifests: chart-rbac
 chart-rbac: ## Generate the chart's RBAC rules (charts/schedlab/files/rbac) from the +kubebuilder:rbac markers.
 	@mkdir -p charts/schedlab/files/rbac
 	$(GO) tool controller-gen rbac:roleName=schedlab-manager paths="./controllers" output:rbac:artifacts:config=charts/schedlab/files/rbac
-	$(GO) tool controller-gen rbac:roleName=schedlab-agent paths="./controllers/agent" output:rbac:stdout > charts/schedlab/files/rbac/agent_role.yaml
+	$(GO) tool controller-gen rbac:roleName=schedlab-agent paths="./agent" output:rbac:stdout > charts/schedlab/files/rbac/agent_role.yaml
 
 .PHONY: helm-lint
 helm-lint: helm ## helm lint --strict and helm template the chart.

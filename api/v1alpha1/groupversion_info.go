@@ -1,12 +1,3 @@
-// Package v1alpha1 holds the schedlab.io/v1alpha1 API: SchedExperiment, the
-// user's description of a scheduler-tuning experiment, and NodeRun, one
-// node's part of it, written by that node's agent.
-//
-// The package imports apimachinery only, so that clients of the API pull in
-// nothing of the operator.
-//
-// +kubebuilder:object:generate=true
-// +groupName=schedlab.io
 package v1alpha1
 
 import (

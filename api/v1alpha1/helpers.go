@@ -1,6 +1,11 @@
 package v1alpha1
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
 
 // ShapeName is the name of a node shape, e.g. "8cpu-EEVDF".
 func ShapeName(cpus int32, s SchedulerFamily) string {
@@ -41,4 +46,101 @@ func (s *SchedExperimentSpec) RepetitionCount() int32 {
 		return 1
 	}
 	return s.Repetitions
+}
+
+// MetricNames are the metrics objectives, constraints and reports may name.
+var MetricNames = []string{
+	"cpu", "cpuPerTask", "share",
+	"wakeupLatencyUs.p50", "wakeupLatencyUs.p90", "wakeupLatencyUs.p99", "wakeupLatencyUs.p999",
+	"wakeupLatencyUs.max", "wakeupLatencyUs.mean",
+	"ctxSwitchesPerSec.voluntary", "ctxSwitchesPerSec.involuntary",
+	"deadlineMissRatio", "opsPerSec",
+	"lateFraction.over100us", "lateFraction.over1ms", "lateFraction.over10ms",
+}
+
+// IsGroupTarget says whether a sweep target changes a workload group
+// (replicas, tasks or cpuWeight of the group the parameter names).
+func (t SweepTarget) IsGroupTarget() bool {
+	return t == SweepReplicas || t == SweepTasks || t == SweepCPUWeight
+}
+
+// Points are the parameter's values (a range from..to by step, or the
+// listed values), sorted ascending; at most MaxSweepPoints+1 of a range.
+func (p SweepParameter) Points() []int64 {
+	var vals []int64
+	if p.Range != nil {
+		step := p.Range.Step
+		if step < 1 {
+			step = 1
+		}
+		for x := p.Range.From; x <= p.Range.To && len(vals) <= MaxSweepPoints; x += step {
+			vals = append(vals, x)
+		}
+		return vals
+	}
+	vals = append(vals, p.Values...)
+	slices.Sort(vals)
+	return vals
+}
+
+// PointCount is the number of grid points of a sweep, without expanding it
+// (1 for no sweep).
+func (s *Sweep) PointCount() int64 {
+	if s == nil {
+		return 1
+	}
+	n := int64(1)
+	for _, p := range s.Parameters {
+		switch {
+		case p.Range != nil:
+			step := p.Range.Step
+			if step < 1 {
+				step = 1
+			}
+			if p.Range.To < p.Range.From {
+				return 0
+			}
+			n *= (p.Range.To-p.Range.From)/step + 1
+		default:
+			n *= int64(len(p.Values))
+		}
+	}
+	return n
+}
+
+// SetGroupParameter sets a group-targeted sweep parameter (replicas, tasks
+// or cpuWeight of the group it names) to v.
+func (s *SchedExperimentSpec) SetGroupParameter(p SweepParameter, v int64) {
+	for gi := range s.Workload.Groups {
+		g := &s.Workload.Groups[gi]
+		if g.Name != p.Group {
+			continue
+		}
+		switch p.Target {
+		case SweepReplicas:
+			g.Replicas = int32(v)
+		case SweepTasks:
+			t := int32(v)
+			g.Tasks = &t
+		case SweepCPUWeight:
+			w := int32(v)
+			g.CPUWeight = &w
+		}
+	}
+}
+
+// CPUMaxCPUs parses a cpuMax quantity (500m, 1.5) into CPUs; 0 if malformed.
+func CPUMaxCPUs(q string) float64 {
+	if strings.HasSuffix(q, "m") {
+		m, err := strconv.ParseFloat(strings.TrimSuffix(q, "m"), 64)
+		if err != nil {
+			return 0
+		}
+		return m / 1000
+	}
+	c, err := strconv.ParseFloat(q, 64)
+	if err != nil {
+		return 0
+	}
+	return c
 }

@@ -14,8 +14,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
 
-	"github.com/schedlab/schedlab/controllers"
-	"github.com/schedlab/schedlab/controllers/agent"
+	"github.com/schedlab/schedlab/agent"
+	"github.com/schedlab/schedlab/api"
 	"github.com/schedlab/schedlab/internal/nodeagent"
 )
 
@@ -58,7 +58,7 @@ func runAgent(args []string) int {
 		logger.Error(err, "Finding the cluster")
 		return 1
 	}
-	a, err := agent.New(restCfg, controllers.NewScheme(), agent.Options{
+	a, err := agent.New(restCfg, api.NewScheme(), agent.Options{
 		Experiment:       experiment,
 		Node:             node,
 		Runner:           agent.NodeAgentRunner{Options: opts},

@@ -1,7 +1,3 @@
-// Command schedlab is the single schedlab binary: the operator (manager), the
-// node agent (agent), and the local tools (run, simulate, plan). Each
-// subcommand lives in its own file and registers itself with register; this
-// file only dispatches.
 package main
 
 import (

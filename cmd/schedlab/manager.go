@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/schedlab/schedlab/api"
 	"github.com/schedlab/schedlab/controllers"
 	"github.com/schedlab/schedlab/controllers/analysis"
 )
@@ -102,7 +103,7 @@ func runManager(args []string) int {
 	}
 	inNamespace := map[string]cache.Config{cfg.Namespace: {}}
 	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
-		Scheme:                        controllers.NewScheme(),
+		Scheme:                        api.NewScheme(),
 		Metrics:                       metricsserver.Options{BindAddress: f.metricsAddr},
 		HealthProbeBindAddress:        f.probeAddr,
 		LeaderElection:                f.leaderElect,

@@ -137,7 +137,7 @@ func plan(ctx context.Context, stdout, stderr io.Writer, f *planFlags) error {
 				}
 			}
 		}
-		jobs = len(shapes) * len(exp.Spec.Variants) * int(experiment.SweepPointCount(exp.Spec.Sweep))
+		jobs = len(shapes) * len(exp.Spec.Variants) * int(exp.Spec.Sweep.PointCount())
 		out.Sweep, err = experiment.Plan(ctx, &exp.Spec, shapes, opts)
 		if !f.quiet && jobs > 0 {
 			fmt.Fprintln(stderr)

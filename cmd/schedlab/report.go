@@ -17,8 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
 
+	"github.com/schedlab/schedlab/api"
 	"github.com/schedlab/schedlab/api/v1alpha1"
-	"github.com/schedlab/schedlab/controllers"
 	"github.com/schedlab/schedlab/internal/experiment"
 )
 
@@ -63,7 +63,7 @@ func runReport(args []string) int {
 		fmt.Fprintln(os.Stderr, "schedlab report: finding the cluster:", err)
 		return 1
 	}
-	c, err := client.New(cfg, client.Options{Scheme: controllers.NewScheme()})
+	c, err := client.New(cfg, client.Options{Scheme: api.NewScheme()})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "schedlab report:", err)
 		return 1

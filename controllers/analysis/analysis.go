@@ -1,6 +1,3 @@
-// Package analysis is the production controllers.Analyzer: it runs the one
-// translation of internal/experiment (simulator predictions per node shape,
-// aggregation over nodes × repetitions, comparison, best variant).
 package analysis
 
 import (
@@ -31,7 +28,7 @@ func (Analyzer) ShapeForKernel(cpus int32, kernelVersion string) v1alpha1.NodeSh
 // row per shape × variant × group.
 func (a Analyzer) Analyze(ctx context.Context, in controllers.AnalyzeInput) (*controllers.Analysis, error) {
 	sp := in.Spec.DeepCopy()
-	experiment.Default(sp)
+	sp.Default()
 	shapes, runs, nodeShapes := in.Shapes, in.Runs, in.NodeShapes
 	opts := a.Options
 	if len(in.Calibration) > 0 {

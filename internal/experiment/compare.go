@@ -112,7 +112,7 @@ func Compare(results []v1alpha1.GroupResult, preds []Prediction) string {
 // have, where measured is not zero.
 func relativeError(measured, predicted *v1alpha1.Metrics) v1alpha1.Metrics {
 	var out v1alpha1.Metrics
-	for _, name := range MetricNames {
+	for _, name := range v1alpha1.MetricNames {
 		m, ok1 := MetricValue(measured, name)
 		p, ok2 := MetricValue(predicted, name)
 		if !ok1 || !ok2 || m == 0 {

@@ -1,7 +1,3 @@
-// Package experiment is the one translation of a SchedExperiment spec: into
-// the simulator's input, into the agent's view of the workload, and from
-// measurements and predictions into the status' results. It imports the API
-// and the simulator, never Kubernetes clients.
 package experiment
 
 import (
@@ -10,25 +6,28 @@ import (
 	"io"
 	"os"
 
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
 
 	"github.com/schedlab/schedlab/api/v1alpha1"
+	"github.com/schedlab/schedlab/api/v1alpha1/validation"
 )
 
 // Load reads a SchedExperiment manifest, refusing unknown fields, applies the
 // schema's defaults and validates it as the API server would. Errors name
 // the file and say what to change.
 func Load(path string) (*v1alpha1.SchedExperiment, error) {
-	return load(path, Validate)
+	return load(path, validation.ValidateSpec)
 }
 
 // LoadLocal is Load for a manifest run on this machine: it validates with
-// ValidateLocal, so the fields that pick a cluster's nodes may be left out.
+// validation.ValidateLocalSpec, so the fields that pick a cluster's nodes may
+// be left out.
 func LoadLocal(path string) (*v1alpha1.SchedExperiment, error) {
-	return load(path, ValidateLocal)
+	return load(path, validation.ValidateLocalSpec)
 }
 
-func load(path string, validate func(*v1alpha1.SchedExperimentSpec) error) (*v1alpha1.SchedExperiment, error) {
+func load(path string, validate func(*v1alpha1.SchedExperimentSpec, *field.Path) field.ErrorList) (*v1alpha1.SchedExperiment, error) {
 	var data []byte
 	var err error
 	if path == "-" {
@@ -49,10 +48,10 @@ func load(path string, validate func(*v1alpha1.SchedExperimentSpec) error) (*v1a
 // Parse decodes one SchedExperiment from YAML or JSON (the first document of
 // a multi-document file that is a SchedExperiment), defaults and validates it.
 func Parse(data []byte) (*v1alpha1.SchedExperiment, error) {
-	return parse(data, Validate)
+	return parse(data, validation.ValidateSpec)
 }
 
-func parse(data []byte, validate func(*v1alpha1.SchedExperimentSpec) error) (*v1alpha1.SchedExperiment, error) {
+func parse(data []byte, validate func(*v1alpha1.SchedExperimentSpec, *field.Path) field.ErrorList) (*v1alpha1.SchedExperiment, error) {
 	doc, err := pickDocument(data)
 	if err != nil {
 		return nil, err
@@ -64,8 +63,8 @@ func parse(data []byte, validate func(*v1alpha1.SchedExperimentSpec) error) (*v1
 	if exp.APIVersion != "" && exp.APIVersion != v1alpha1.GroupVersion.String() {
 		return nil, fmt.Errorf("apiVersion %q is not supported: use %s", exp.APIVersion, v1alpha1.GroupVersion)
 	}
-	Default(&exp.Spec)
-	if err := validate(&exp.Spec); err != nil {
+	exp.Spec.Default()
+	if err := validation.AsError("invalid SchedExperiment", validate(&exp.Spec, field.NewPath("spec"))); err != nil {
 		return nil, err
 	}
 	return &exp, nil

@@ -6,16 +6,6 @@ import (
 	"github.com/schedlab/schedlab/api/v1alpha1"
 )
 
-// MetricNames are the metrics objectives, constraints and reports may name.
-var MetricNames = []string{
-	"cpu", "cpuPerTask", "share",
-	"wakeupLatencyUs.p50", "wakeupLatencyUs.p90", "wakeupLatencyUs.p99", "wakeupLatencyUs.p999",
-	"wakeupLatencyUs.max", "wakeupLatencyUs.mean",
-	"ctxSwitchesPerSec.voluntary", "ctxSwitchesPerSec.involuntary",
-	"deadlineMissRatio", "opsPerSec",
-	"lateFraction.over100us", "lateFraction.over1ms", "lateFraction.over10ms",
-}
-
 // MetricValue reads one named metric; ok is false where the metric does not
 // apply (no latency samples, not a Periodic group).
 func MetricValue(m *v1alpha1.Metrics, name string) (float64, bool) {
@@ -88,7 +78,7 @@ func MetricValue(m *v1alpha1.Metrics, name string) (float64, bool) {
 // It is the one place that walks the metric vocabulary field by field.
 func combine(samples []*v1alpha1.Metrics, f func(values []float64) float64) v1alpha1.Metrics {
 	var out v1alpha1.Metrics
-	for _, name := range MetricNames {
+	for _, name := range v1alpha1.MetricNames {
 		var vals []float64
 		for _, s := range samples {
 			if v, ok := MetricValue(s, name); ok {

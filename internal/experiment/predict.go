@@ -265,7 +265,7 @@ func SimInput(spec *v1alpha1.SchedExperimentSpec, variant int, shape v1alpha1.No
 			if g.CPUMaxPeriod != nil {
 				sg.CPUMaxPeriodNs = g.CPUMaxPeriod.Nanoseconds()
 			}
-			sg.CPUMaxQuotaNs = int64(CPUMaxCPUs(g.CPUMax) * float64(sg.CPUMaxPeriodNs))
+			sg.CPUMaxQuotaNs = int64(v1alpha1.CPUMaxCPUs(g.CPUMax) * float64(sg.CPUMaxPeriodNs))
 		}
 		if hasSession && g.Session == "" && g.Parent == "" {
 			sg.Parent = agentParent

@@ -43,26 +43,9 @@ func SweepAxes(s *v1alpha1.Sweep) []SweepAxis {
 	}
 	axes := make([]SweepAxis, 0, len(s.Parameters))
 	for _, p := range s.Parameters {
-		axes = append(axes, SweepAxis{Name: sweepParamName(p), Param: p, Values: sweepValues(p)})
+		axes = append(axes, SweepAxis{Name: sweepParamName(p), Param: p, Values: p.Points()})
 	}
 	return axes
-}
-
-func sweepValues(p v1alpha1.SweepParameter) []int64 {
-	var vals []int64
-	if p.Range != nil {
-		step := p.Range.Step
-		if step < 1 {
-			step = 1
-		}
-		for x := p.Range.From; x <= p.Range.To && len(vals) <= v1alpha1.MaxSweepPoints; x += step {
-			vals = append(vals, x)
-		}
-		return vals
-	}
-	vals = append(vals, p.Values...)
-	sort.Slice(vals, func(i, j int) bool { return vals[i] < vals[j] })
-	return vals
 }
 
 func sweepParamName(p v1alpha1.SweepParameter) string {
@@ -106,31 +89,6 @@ func SweepGrid(axes []SweepAxis) [][]int64 {
 	return grid
 }
 
-// SweepPointCount is the number of grid points of a spec's sweep, without
-// expanding it (used by validation on bounded input).
-func SweepPointCount(s *v1alpha1.Sweep) int64 {
-	if s == nil {
-		return 1
-	}
-	n := int64(1)
-	for _, p := range s.Parameters {
-		switch {
-		case p.Range != nil:
-			step := p.Range.Step
-			if step < 1 {
-				step = 1
-			}
-			if p.Range.To < p.Range.From {
-				return 0
-			}
-			n *= (p.Range.To-p.Range.From)/step + 1
-		default:
-			n *= int64(len(p.Values))
-		}
-	}
-	return n
-}
-
 // ApplySweepPoint returns a copy of spec and shape with the parameters set
 // to the point's values. The spec given is not changed.
 func ApplySweepPoint(spec *v1alpha1.SchedExperimentSpec, shape v1alpha1.NodeShape, axes []SweepAxis, at []int64) (*v1alpha1.SchedExperimentSpec, v1alpha1.NodeShape) {
@@ -140,7 +98,7 @@ func ApplySweepPoint(spec *v1alpha1.SchedExperimentSpec, shape v1alpha1.NodeShap
 		p := a.Param
 		switch p.Target {
 		case v1alpha1.SweepReplicas, v1alpha1.SweepTasks, v1alpha1.SweepCPUWeight:
-			setGroupParam(s, p, v)
+			s.SetGroupParameter(p, v)
 		case v1alpha1.SweepCPUs:
 			shape.CPUs = int32(v)
 		default:
@@ -420,23 +378,4 @@ func axisNames(axes []SweepAxis) []string {
 		n[i] = a.Name
 	}
 	return n
-}
-
-// setGroupParam sets a group-targeted sweep parameter (replicas, tasks or
-// cpuWeight of the group it names) to v in s.
-func setGroupParam(s *v1alpha1.SchedExperimentSpec, p v1alpha1.SweepParameter, v int64) {
-	for gi := range s.Workload.Groups {
-		g := &s.Workload.Groups[gi]
-		if g.Name != p.Group {
-			continue
-		}
-		switch p.Target {
-		case v1alpha1.SweepReplicas:
-			g.Replicas = int32(v)
-		case v1alpha1.SweepTasks:
-			g.Tasks = ptr(int32(v))
-		case v1alpha1.SweepCPUWeight:
-			g.CPUWeight = ptr(int32(v))
-		}
-	}
 }

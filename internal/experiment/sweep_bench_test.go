@@ -69,7 +69,7 @@ func BenchmarkSweep1000(b *testing.B) {
 }
 
 func benchSweep(b *testing.B, spec *v1alpha1.SchedExperimentSpec, shapes []v1alpha1.NodeShape) {
-	points := int(SweepPointCount(spec.Sweep)) * len(shapes)
+	points := int(spec.Sweep.PointCount()) * len(shapes)
 	var wall, cpu time.Duration
 	for i := 0; i < b.N; i++ {
 		c0, t0 := cpuTime(), time.Now()

@@ -56,7 +56,7 @@ func TestSweepGrid(t *testing.T) {
 	if diff := cmp.Diff(want, SweepGrid(axes)); diff != "" {
 		t.Errorf("grid (-want +got):\n%s", diff)
 	}
-	if n := SweepPointCount(sw); n != 6 {
+	if n := sw.PointCount(); n != 6 {
 		t.Errorf("SweepPointCount = %d, want 6", n)
 	}
 	if diff := cmp.Diff([][]int64{{}}, SweepGrid(nil)); diff != "" {

@@ -263,16 +263,17 @@ func TestRunBadInput(t *testing.T) {
 	}{
 		{"sysctl outside the allowlist", func(s *v1alpha1.SchedExperimentSpec) {
 			s.Variants[0].Knobs.Sysctls = map[string]v1alpha1.SysctlValue{"kernel.panic": "1"}
-		}, `sysctls "kernel.panic": not on the allowlist`},
+		}, `spec.variants[0].knobs.sysctls: Invalid value: "kernel.panic" is not allowed`},
 		{"too many tasks", func(s *v1alpha1.SchedExperimentSpec) {
 			s.Workload.Groups[0].Replicas, s.Workload.Groups[0].Tasks = 2, ptr(int32(300))
-		}, "600 tasks in all (replicas × tasks over the groups); at most 512"},
+		}, "the workload may have at most 512 tasks in all (the sum of replicas × tasks over the groups); this one has 600"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			before := nodeState(t)
 			spec := &v1alpha1.SchedExperimentSpec{
 				Duration: metav1.Duration{Duration: time.Second},
+				Warmup:   &metav1.Duration{Duration: 100 * time.Millisecond},
 				Variants: []v1alpha1.Variant{{Name: "a", Knobs: v1alpha1.Knobs{Autogroup: v1alpha1.AutogroupDisabled}}},
 				Workload: v1alpha1.Workload{Groups: []v1alpha1.Group{{Name: "g", Pattern: hog()}}},
 			}
@@ -325,7 +326,7 @@ func TestRunLockNamesHolder(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Release()
-	spec := &v1alpha1.SchedExperimentSpec{Duration: metav1.Duration{Duration: time.Second}, Variants: []v1alpha1.Variant{{Name: "a"}},
+	spec := &v1alpha1.SchedExperimentSpec{Duration: metav1.Duration{Duration: time.Second}, Warmup: &metav1.Duration{Duration: 100 * time.Millisecond}, Variants: []v1alpha1.Variant{{Name: "a"}},
 		Workload: v1alpha1.Workload{Groups: []v1alpha1.Group{{Name: "g", Pattern: hog()}}}}
 	o.LockWait = 0
 	_, err = Run(context.Background(), spec, o)

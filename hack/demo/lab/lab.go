@@ -1,12 +1,3 @@
-// Package lab runs schedlab on this machine for `make demo` and the end-to-end tests
-// (test/e2e): a local cluster from hack/localcluster (real etcd, kube-apiserver,
-// kube-controller-manager and kube-scheduler, and a fake kubelet that registers this machine's
-// Node with schedlab.io/pool=lab and runs Pods as local processes), schedlab's CRDs,
-// ServiceAccounts and RBAC, and `bin/schedlab manager` as a process that authenticates as the
-// manager's ServiceAccount, so it runs with exactly the generated RBAC.
-//
-// A real container runtime would give the agent Pods their image's entrypoint and their host
-// mounts; fake-runtime-policy.yaml, a MutatingAdmissionPolicy, does that here (see the file).
 package lab
 
 import (
@@ -33,7 +24,6 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/schedlab/schedlab/controllers"
 	"github.com/schedlab/schedlab/hack/localcluster/cluster"
 )
 
@@ -82,7 +72,7 @@ type Lab struct {
 }
 
 // Scheme has the built-in types and schedlab's.
-func Scheme() *runtime.Scheme { return controllers.NewScheme() }
+func Scheme() *runtime.Scheme { return api.NewScheme() }
 
 // Start starts the cluster, installs schedlab and starts the manager. On error, everything
 // started is stopped.

@@ -2,6 +2,7 @@ package host
 
 import (
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -130,4 +131,13 @@ func sameValue(a, b string) bool {
 	x, err1 := strconv.ParseInt(strings.TrimSpace(a), 10, 64)
 	y, err2 := strconv.ParseInt(strings.TrimSpace(b), 10, 64)
 	return err1 == nil && err2 == nil && x == y
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
 }

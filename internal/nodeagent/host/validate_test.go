@@ -32,30 +32,30 @@ func TestValidate(t *testing.T) {
 	}{
 		{"sysctl outside the allowlist", func(s *v1alpha1.SchedExperimentSpec) {
 			s.Variants[0].Knobs.Sysctls = map[string]v1alpha1.SysctlValue{"kernel.core_pattern": "|/bin/sh"}
-		}, []string{`variants[0] (on).knobs.sysctls "kernel.core_pattern": not on the allowlist; sysctls may only name kernel.sched_cfs_bandwidth_slice_us`}},
+		}, []string{`spec.variants[0].knobs.sysctls: Invalid value: "kernel.core_pattern" is not allowed: sysctls may only name kernel.sched_cfs_bandwidth_slice_us`}},
 		{"sysctl value not an integer", func(s *v1alpha1.SchedExperimentSpec) {
 			s.Variants[0].Knobs.Sysctls = map[string]v1alpha1.SysctlValue{"kernel.numa_balancing": "1; reboot"}
-		}, []string{`value "1; reboot" must be an integer`}},
+		}, []string{`spec.variants[0].knobs.sysctls[kernel.numa_balancing]: Invalid value: "1; reboot": sysctl values must be integers`}},
 		{"too many tasks", func(s *v1alpha1.SchedExperimentSpec) {
 			s.Workload.Groups[0].Replicas = 100
 			s.Workload.Groups[0].Tasks = ptr(int32(6))
-		}, []string{"workload: 600 tasks in all (replicas × tasks over the groups); at most 512"}},
+		}, []string{"spec.workload.groups: Invalid value: the workload may have at most 512 tasks in all (the sum of replicas × tasks over the groups); this one has 600"}},
 		{"bad feature name", func(s *v1alpha1.SchedExperimentSpec) {
 			s.Variants[1].Knobs.Features = map[string]bool{"../../etc": true}
-		}, []string{`features "../../etc": feature names are the kernel's upper-case names`}},
+		}, []string{`spec.variants[1].knobs.features: Invalid value: "../../etc": feature names are the kernel's upper-case names`}},
 		{"bad enum", func(s *v1alpha1.SchedExperimentSpec) {
 			s.Variants[1].Knobs.Autogroup = "Maybe"
-		}, []string{`autogroup "Maybe": must be Enabled or Disabled`}},
+		}, []string{`spec.variants[1].knobs.autogroup: Invalid value: "Maybe": use Enabled or Disabled`}},
 		{"durations", func(s *v1alpha1.SchedExperimentSpec) {
 			s.Duration = metav1.Duration{Duration: 2 * time.Hour}
 			s.Variants[0].Knobs.BaseSlice = dur(time.Second)
-		}, []string{"duration 2h0m0s: must be between 100ms and 1h", "baseSlice 1s: must be between 100µs and 100ms"}},
+		}, []string{"spec.duration: Invalid value: 2h0m0s is out of range: duration must be between 100ms and 1h", "spec.variants[0].knobs.baseSlice: Invalid value: 1s is out of range: must be between 100µs and 100ms"}},
 		{"nesting too deep", func(s *v1alpha1.SchedExperimentSpec) {
 			s.Workload.Groups = []v1alpha1.Group{
 				{Name: "a", Tasks: ptr(int32(0))}, {Name: "b", Parent: "a", Tasks: ptr(int32(0))}, {Name: "c", Parent: "b", Tasks: ptr(int32(0))},
 				{Name: "d", Parent: "c", Tasks: ptr(int32(0))}, {Name: "e", Parent: "d", Pattern: &v1alpha1.Pattern{Type: v1alpha1.PatternHog}},
 			}
-		}, []string{"workload.groups[4] (e): cgroups nest 5 deep; at most 4"}},
+		}, []string{"spec.workload.groups[4].parent: Invalid value: cgroups may nest at most 4 deep"}},
 		{"session with weight", func(s *v1alpha1.SchedExperimentSpec) {
 			s.Workload.Groups[0].Session = "s"
 			s.Workload.Groups[0].CPUWeight = ptr(int32(300))

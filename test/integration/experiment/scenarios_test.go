@@ -1,4 +1,4 @@
-package integration_test
+package experiment_test
 
 import (
 	"context"
@@ -15,9 +15,9 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/schedlab/schedlab/agent"
+	"github.com/schedlab/schedlab/api/names"
 	"github.com/schedlab/schedlab/api/v1alpha1"
-	"github.com/schedlab/schedlab/controllers/agent"
-	"github.com/schedlab/schedlab/controllers/names"
 	"github.com/schedlab/schedlab/internal/experiment"
 	"github.com/schedlab/schedlab/internal/nodeagent"
 )

@@ -1,9 +1,11 @@
-package experiment
+package validation
 
 import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/schedlab/schedlab/api/v1alpha1"
 )
@@ -24,30 +26,10 @@ var sweepBounds = map[v1alpha1.SweepTarget][2]int64{
 	v1alpha1.SweepMigrationCost:     {1, 100000},
 }
 
-// defaultSweep applies the schema's defaults to spec.sweep: answer Largest,
-// range step 1.
-func defaultSweep(s *v1alpha1.SchedExperimentSpec) {
-	if s.Sweep == nil {
-		return
-	}
-	if s.Sweep.Answer == "" {
-		s.Sweep.Answer = v1alpha1.SweepLargest
-	}
-	for i := range s.Sweep.Parameters {
-		if r := s.Sweep.Parameters[i].Range; r != nil && r.Step == 0 {
-			r.Step = 1
-		}
-	}
-}
-
-func isGroupTarget(t v1alpha1.SweepTarget) bool {
-	return t == v1alpha1.SweepReplicas || t == v1alpha1.SweepTasks || t == v1alpha1.SweepCPUWeight
-}
-
 // sweep checks spec.sweep and spec.constraints as the CRD's schema and CEL
 // rules do, plus what CEL cannot check cheaply: the tasks at the grid's
 // largest corner, PingPong pairs, and the patterns constraints need.
-func (v *validator) sweep(s *v1alpha1.SchedExperimentSpec) {
+func (v *validator) sweep(s *v1alpha1.SchedExperimentSpec, root *field.Path) {
 	groups := map[string]*v1alpha1.Group{}
 	isParent := map[string]bool{}
 	for i := range s.Workload.Groups {
@@ -58,19 +40,19 @@ func (v *validator) sweep(s *v1alpha1.SchedExperimentSpec) {
 		}
 	}
 	if len(s.Constraints) > 0 && s.Sweep == nil {
-		v.addf("spec.constraints", "constraints are evaluated over spec.sweep: add a sweep")
+		v.addf(root.Child("constraints"), "constraints are evaluated over spec.sweep: add a sweep")
 	}
 	if len(s.Constraints) > 8 {
-		v.addf("spec.constraints", "at most 8 constraints")
+		v.addf(root.Child("constraints"), "at most 8 constraints")
 	}
 	for i, c := range s.Constraints {
-		f := fmt.Sprintf("spec.constraints[%d]", i)
-		if !slices.Contains(MetricNames, string(c.Metric)) {
-			v.addf(f+".metric", "%q is not a metric: use one of %s", c.Metric, strings.Join(MetricNames, ", "))
+		f := root.Child("constraints").Index(i)
+		if !slices.Contains(v1alpha1.MetricNames, string(c.Metric)) {
+			v.addf(f.Child("metric"), "%q is not a metric: use one of %s", c.Metric, strings.Join(v1alpha1.MetricNames, ", "))
 		}
 		g, ok := groups[c.Group]
 		if !ok {
-			v.addf(f+".group", "every constraint must name a group listed in workload.groups: %q is not one", c.Group)
+			v.addf(f.Child("group"), "every constraint must name a group listed in workload.groups: %q is not one", c.Group)
 		}
 		if c.Max == nil && c.Min == nil {
 			v.addf(f, "a constraint needs max or min (or both)")
@@ -84,10 +66,10 @@ func (v *validator) sweep(s *v1alpha1.SchedExperimentSpec) {
 				pt = g.Pattern.Type
 			}
 			if strings.HasPrefix(string(c.Metric), "wakeupLatencyUs.") && pt == v1alpha1.PatternHog {
-				v.addf(f+".metric", "a wakeupLatencyUs constraint needs a group that sleeps and wakes (not a Hog): %q never sleeps", c.Group)
+				v.addf(f.Child("metric"), "a wakeupLatencyUs constraint needs a group that sleeps and wakes (not a Hog): %q never sleeps", c.Group)
 			}
 			if c.Metric == "deadlineMissRatio" && pt != v1alpha1.PatternPeriodic {
-				v.addf(f+".metric", "deadlineMissRatio applies to Periodic groups only: %q is %s", c.Group, pt)
+				v.addf(f.Child("metric"), "deadlineMissRatio applies to Periodic groups only: %q is %s", c.Group, pt)
 			}
 		}
 	}
@@ -96,68 +78,68 @@ func (v *validator) sweep(s *v1alpha1.SchedExperimentSpec) {
 		return
 	}
 	if s.Mode != v1alpha1.ModeSimulate {
-		v.addf("spec.sweep", "a sweep runs on the simulator only: set mode: Simulate")
+		v.addf(root.Child("sweep"), "a sweep runs on the simulator only: set mode: Simulate")
 	}
 	switch sw.Answer {
 	case "", v1alpha1.SweepLargest, v1alpha1.SweepSmallest:
 	case v1alpha1.SweepBest:
 		if len(s.Objectives) == 0 {
-			v.addf("spec.sweep.answer", "sweep.answer Best picks by spec.objectives: add an objective, or use Largest or Smallest")
+			v.addf(root.Child("sweep", "answer"), "sweep.answer Best picks by spec.objectives: add an objective, or use Largest or Smallest")
 		}
 	default:
-		v.addf("spec.sweep.answer", "%q: use Largest, Smallest or Best", sw.Answer)
+		v.addf(root.Child("sweep", "answer"), "%q: use Largest, Smallest or Best", sw.Answer)
 	}
 	if n := len(sw.Parameters); n < 1 || n > 2 {
-		v.addf("spec.sweep.parameters", "%d parameters: a sweep has one or two", n)
+		v.addf(root.Child("sweep", "parameters"), "%d parameters: a sweep has one or two", n)
 		return
 	}
 	for i, p := range sw.Parameters {
-		v.sweepParameter(fmt.Sprintf("spec.sweep.parameters[%d]", i), s, p, groups, isParent)
+		v.sweepParameter(root.Child("sweep", "parameters").Index(i), s, p, groups, isParent)
 	}
 	if len(sw.Parameters) == 2 {
 		a, b := sw.Parameters[0], sw.Parameters[1]
 		if a.Target == b.Target && a.Group == b.Group && a.Variant == b.Variant {
-			v.addf("spec.sweep.parameters", "the two sweep parameters must change different things")
+			v.addf(root.Child("sweep", "parameters"), "the two sweep parameters must change different things")
 		}
 	}
-	if n := SweepPointCount(sw) * int64(len(s.Variants)); n > v1alpha1.MaxSweepPoints {
-		v.addf("spec.sweep", "the sweep has too many points: grid points × variants must be at most %d (widen the step or list fewer values); it has %d", v1alpha1.MaxSweepPoints, n)
+	if n := sw.PointCount() * int64(len(s.Variants)); n > v1alpha1.MaxSweepPoints {
+		v.addf(root.Child("sweep"), "the sweep has too many points: grid points × variants must be at most %d (widen the step or list fewer values); it has %d", v1alpha1.MaxSweepPoints, n)
 	}
 	// Tasks at the grid's largest corner, every parameter at its maximum.
 	{
 		corner := s.DeepCopy()
 		for _, p := range sw.Parameters {
-			vals := sweepValues(p)
-			if len(vals) == 0 || !isGroupTarget(p.Target) {
+			vals := p.Points()
+			if len(vals) == 0 || !p.Target.IsGroupTarget() {
 				continue
 			}
-			setGroupParam(corner, p, vals[len(vals)-1])
+			corner.SetGroupParameter(p, vals[len(vals)-1])
 		}
 		if n := corner.Workload.TotalTasks(); n > v1alpha1.MaxTotalTasks {
-			v.addf("spec.sweep", "at the sweep's largest value the workload would have more than %d tasks (the sum of replicas × tasks over the groups): it would have %d, lower the sweep's upper bound", v1alpha1.MaxTotalTasks, n)
+			v.addf(root.Child("sweep"), "at the sweep's largest value the workload would have more than %d tasks (the sum of replicas × tasks over the groups): it would have %d, lower the sweep's upper bound", v1alpha1.MaxTotalTasks, n)
 		}
 	}
 }
 
-func (v *validator) sweepParameter(f string, s *v1alpha1.SchedExperimentSpec, p v1alpha1.SweepParameter,
+func (v *validator) sweepParameter(f *field.Path, s *v1alpha1.SchedExperimentSpec, p v1alpha1.SweepParameter,
 	groups map[string]*v1alpha1.Group, isParent map[string]bool) {
 	bounds, ok := sweepBounds[p.Target]
 	if !ok {
-		v.addf(f+".target", "%q: use Replicas, Tasks, CPUWeight, CPUs, BaseSlice, Latency, MinGranularity, WakeupGranularity, MigrationCost or NrMigrate", p.Target)
+		v.addf(f.Child("target"), "%q: use Replicas, Tasks, CPUWeight, CPUs, BaseSlice, Latency, MinGranularity, WakeupGranularity, MigrationCost or NrMigrate", p.Target)
 		return
 	}
-	if isGroupTarget(p.Target) != (p.Group != "") {
-		v.addf(f+".group", "Replicas, Tasks and CPUWeight need group (the workload group they change); other targets take no group")
+	if p.Target.IsGroupTarget() != (p.Group != "") {
+		v.addf(f.Child("group"), "Replicas, Tasks and CPUWeight need group (the workload group they change); other targets take no group")
 	}
 	g := groups[p.Group]
 	if p.Group != "" && g == nil {
-		v.addf(f+".group", "a sweep parameter's group must name a group listed in workload.groups: %q is not one", p.Group)
+		v.addf(f.Child("group"), "a sweep parameter's group must name a group listed in workload.groups: %q is not one", p.Group)
 	}
 	if p.Variant != "" {
-		if isGroupTarget(p.Target) || p.Target == v1alpha1.SweepCPUs {
-			v.addf(f+".variant", "variant applies only to knob targets (BaseSlice, Latency, MinGranularity, WakeupGranularity, MigrationCost, NrMigrate)")
+		if p.Target.IsGroupTarget() || p.Target == v1alpha1.SweepCPUs {
+			v.addf(f.Child("variant"), "variant applies only to knob targets (BaseSlice, Latency, MinGranularity, WakeupGranularity, MigrationCost, NrMigrate)")
 		} else if !slices.ContainsFunc(s.Variants, func(x v1alpha1.Variant) bool { return x.Name == p.Variant }) {
-			v.addf(f+".variant", "a sweep parameter's variant must name a variant listed in variants: %q is not one", p.Variant)
+			v.addf(f.Child("variant"), "a sweep parameter's variant must name a variant listed in variants: %q is not one", p.Variant)
 		}
 	}
 	if (p.Range != nil) == (p.Values != nil) {
@@ -166,22 +148,22 @@ func (v *validator) sweepParameter(f string, s *v1alpha1.SchedExperimentSpec, p 
 	}
 	if r := p.Range; r != nil {
 		if r.From > r.To {
-			v.addf(f+".range", "range.from must not be above range.to")
+			v.addf(f.Child("range"), "range.from must not be above range.to")
 		}
 		if r.Step < 1 {
-			v.addf(f+".range.step", "%d: step must be at least 1", r.Step)
+			v.addf(f.Child("range", "step"), "%d: step must be at least 1", r.Step)
 		}
 	}
 	if len(p.Values) > v1alpha1.MaxSweepPoints {
-		v.addf(f+".values", "at most %d values", v1alpha1.MaxSweepPoints)
+		v.addf(f.Child("values"), "at most %d values", v1alpha1.MaxSweepPoints)
 	}
 	for i := 1; i < len(p.Values); i++ {
 		if p.Values[i] <= p.Values[i-1] {
-			v.addf(f+".values", "sweep values must be listed in increasing order, each once")
+			v.addf(f.Child("values"), "sweep values must be listed in increasing order, each once")
 			break
 		}
 	}
-	vals := sweepValues(p)
+	vals := p.Points()
 	if len(vals) > 0 && (vals[0] < bounds[0] || vals[len(vals)-1] > bounds[1]) {
 		unit := ""
 		if _, isDur := map[v1alpha1.SweepTarget]bool{v1alpha1.SweepBaseSlice: true, v1alpha1.SweepMinGranularity: true,
@@ -194,10 +176,10 @@ func (v *validator) sweepParameter(f string, s *v1alpha1.SchedExperimentSpec, p 
 		return
 	}
 	if p.Target == v1alpha1.SweepReplicas && (g.Session != "" || isParent[g.Name]) {
-		v.addf(f+".group", "%q is a session or a parent group, which has exactly one replica: sweep another group's replicas", g.Name)
+		v.addf(f.Child("group"), "%q is a session or a parent group, which has exactly one replica: sweep another group's replicas", g.Name)
 	}
 	if p.Target == v1alpha1.SweepCPUWeight && g.Session != "" {
-		v.addf(f+".group", "%q runs in a session outside any cgroup: it has no cpuWeight to sweep", g.Name)
+		v.addf(f.Child("group"), "%q runs in a session outside any cgroup: it has no cpuWeight to sweep", g.Name)
 	}
 	if p.Target == v1alpha1.SweepTasks && g.Pattern != nil && g.Pattern.Type == v1alpha1.PatternPingPong {
 		for _, x := range vals {

@@ -1,4 +1,4 @@
-package integration_test
+package experiment_test
 
 import (
 	"context"
@@ -48,7 +48,7 @@ func TestCapacityPlanSample(t *testing.T) {
 	}
 	e := h.waitCondition(name, v1alpha1.ConditionCompleted, metav1.ConditionTrue, v1alpha1.ReasonSimulated, 10*time.Minute)
 	sw := e.Status.Sweep
-	points := int(experiment.SweepPointCount(exp.Spec.Sweep))
+	points := int(exp.Spec.Sweep.PointCount())
 	if want := 2 * len(exp.Spec.Variants); sw == nil || len(sw.Shapes) != want {
 		t.Fatalf("status.sweep %+v, want %d curves (2 shapes × variants)", sw, want)
 	}

@@ -1,6 +1,3 @@
-// Package names derives the names and label values of the objects the
-// schedlab controller creates, so that the controller, the agent and the
-// tests agree on them.
 package names
 
 import (

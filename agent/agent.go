@@ -1,12 +1,3 @@
-// Package agent is the node side of schedlab's controller loop: on one node,
-// it finds the node's NodeRun of one experiment, runs the generation the
-// NodeRun asks for with the node agent code, and writes the NodeRun's status
-// (progress, windows, knob records, the restore). It watches only its own
-// NodeRun and experiment.
-//
-// The node is touched only through Runner, so tests run the real agent loop
-// against an API server with a runner over a temporary filesystem root or a
-// stand-in.
 package agent
 
 import (
@@ -30,8 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/schedlab/schedlab/api/names"
 	"github.com/schedlab/schedlab/api/v1alpha1"
-	"github.com/schedlab/schedlab/controllers/names"
 )
 
 // The agent's RBAC: it reads its experiment and NodeRun and writes the

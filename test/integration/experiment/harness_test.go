@@ -1,8 +1,4 @@
-// Package integration_test runs the SchedExperiment controller and the real
-// agent loop against a real kube-apiserver and etcd (bin/k8s, `make
-// k8s-bins`). The tests fail, not skip, when the control plane is missing;
-// under -short they are skipped with the other tests that need one.
-package integration_test
+package experiment_test
 
 import (
 	"context"
@@ -38,17 +34,18 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/schedlab/schedlab/agent"
+	"github.com/schedlab/schedlab/api"
+	"github.com/schedlab/schedlab/api/names"
 	"github.com/schedlab/schedlab/api/v1alpha1"
 	"github.com/schedlab/schedlab/controllers"
-	"github.com/schedlab/schedlab/controllers/agent"
 	"github.com/schedlab/schedlab/controllers/analysis"
-	"github.com/schedlab/schedlab/controllers/names"
 	"github.com/schedlab/schedlab/internal/experiment"
 	"github.com/schedlab/schedlab/test/envtest"
 )
 
 var (
-	scheme  = controllers.NewScheme()
+	scheme  = api.NewScheme()
 	env     *envtest.Env
 	restCfg *rest.Config
 	k8s     client.Client // direct, uncached

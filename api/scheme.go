@@ -1,4 +1,4 @@
-package controllers
+package api
 
 import (
 	"k8s.io/apimachinery/pkg/runtime"

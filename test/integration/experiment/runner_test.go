@@ -1,4 +1,4 @@
-package integration_test
+package experiment_test
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package integration_test
+package experiment_test
 
 import (
 	"math"
@@ -13,9 +13,9 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	"github.com/schedlab/schedlab/agent"
 	"github.com/schedlab/schedlab/api/v1alpha1"
 	"github.com/schedlab/schedlab/controllers"
-	"github.com/schedlab/schedlab/controllers/agent"
 )
 
 func runners(gate <-chan struct{}) func(exp, node string) agent.Runner {

@@ -1,0 +1,9 @@
+// Command localcluster runs a single-node Kubernetes cluster on this machine: etcd,
+// kube-apiserver, kube-controller-manager and kube-scheduler from bin/k8s (make k8s-bins), and a
+// fake kubelet that runs Pods as local processes. See package cluster.
+//
+//	go run ./hack/localcluster up --dir _out/localcluster
+//
+// prints the admin kubeconfig's path and runs until SIGINT or SIGTERM, then stops every
+// process it started.
+package main
