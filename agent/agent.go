@@ -262,7 +262,7 @@ func (a *Agent) runGeneration(ctx context.Context, log logr.Logger, gen int64, s
 	}
 	done := make(chan result, 1)
 	go func() {
-		s, err := a.opts.Runner.Run(runCtx, spec, fmt.Sprintf("%s-g%d", a.name, gen), func(d, t int, what string) {
+		s, err := a.opts.Runner.Run(runCtx, spec, names.RunID(a.name, gen), func(d, t int, what string) {
 			p.mu.Lock()
 			p.done, p.total, p.what, p.dirty = d, t, what, true
 			p.mu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 )
 
 // Config is the manager's configuration the reconciler needs. Zero fields
@@ -34,6 +35,19 @@ type Config struct {
 	// WaitRecheck is how often an experiment waiting for nodes rechecks even
 	// when no event arrives (a backstop: Lease and Node events wake it first).
 	WaitRecheck time.Duration
+	// AllowedNodeSelector bounds the nodes any experiment may run on: a
+	// Measure experiment whose nodeSelector matches a node outside it is
+	// refused. Nil allows every node.
+	AllowedNodeSelector labels.Selector
+	// SimulationWorkers is how many analyses (predictions, sweeps, the
+	// comparison of a finished run) run at once, off the reconcile loop.
+	SimulationWorkers int
+	// SimulationTimeout bounds one experiment's analysis; past it the
+	// experiment fails with reason SimulationFailed.
+	SimulationTimeout time.Duration
+	// AllowSessionNiceBelowZero lets session groups, whose tasks run in the
+	// node's root cgroup beside its system services, run at nice below 0.
+	AllowSessionNiceBelowZero bool
 }
 
 // DefaultConfig is the configuration the manager's flags start from.
@@ -47,6 +61,8 @@ func DefaultConfig() Config {
 		DeadlineMargin:       5 * time.Minute,
 		RestoreTimeout:       5 * time.Minute,
 		WaitRecheck:          time.Minute,
+		SimulationWorkers:    1,
+		SimulationTimeout:    10 * time.Minute,
 	}
 }
 
@@ -75,6 +91,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.WaitRecheck == 0 {
 		c.WaitRecheck = d.WaitRecheck
+	}
+	if c.SimulationWorkers == 0 {
+		c.SimulationWorkers = d.SimulationWorkers
+	}
+	if c.SimulationTimeout == 0 {
+		c.SimulationTimeout = d.SimulationTimeout
 	}
 	return c
 }

@@ -12,7 +12,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -149,10 +148,10 @@ func (r *SchedExperimentReconciler) daemonSetFor(s *scope) (*appsv1.DaemonSet, e
 		Spec: appsv1.DaemonSetSpec{
 			Selector: &metav1.LabelSelector{MatchLabels: selector},
 			Template: tmpl,
-			UpdateStrategy: appsv1.DaemonSetUpdateStrategy{
-				Type:          appsv1.RollingUpdateDaemonSetStrategyType,
-				RollingUpdate: &appsv1.RollingUpdateDaemonSet{MaxUnavailable: ptr.To(intOrStringPercent(100))},
-			},
+			// OnDelete: a new template (a new manager's agent image) reaches
+			// only pods that start after it. A rolling update would kill every
+			// agent mid-window and abort every running experiment on upgrade.
+			UpdateStrategy: appsv1.DaemonSetUpdateStrategy{Type: appsv1.OnDeleteDaemonSetStrategyType},
 		},
 	}
 	if err := controllerutil.SetControllerReference(s.exp, ds, r.Client.Scheme()); err != nil {
@@ -160,8 +159,6 @@ func (r *SchedExperimentReconciler) daemonSetFor(s *scope) (*appsv1.DaemonSet, e
 	}
 	return ds, nil
 }
-
-func intOrStringPercent(p int) intstr.IntOrString { return intstr.FromString(fmt.Sprintf("%d%%", p)) }
 
 // nodeTerms pins pods to the nodes: a metadata.name field selector takes one
 // value, so one term per node (terms are ORed).

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -34,8 +35,19 @@ func (r *SchedExperimentReconciler) selectNodes(ctx context.Context, s *scope) e
 		return fmt.Errorf("listing nodes: %w", err)
 	}
 	s.nodes = make(map[string]*corev1.Node, len(list.Items))
+	var outside []string
 	for i := range list.Items {
 		s.nodes[list.Items[i].Name] = &list.Items[i]
+		if allowed := r.Config.AllowedNodeSelector; allowed != nil && !allowed.Matches(labels.Set(list.Items[i].Labels)) {
+			outside = append(outside, list.Items[i].Name)
+		}
+	}
+	if s.measure() && len(outside) > 0 {
+		sort.Strings(outside)
+		s.markNotAllowed(fmt.Sprintf("the nodeSelector matches %d nodes outside the manager's allowedNodeSelector (%s): %s; narrow the nodeSelector",
+			len(outside), r.Config.AllowedNodeSelector, strings.Join(limit(outside, 10), ", ")))
+		s.stop = true
+		return nil
 	}
 
 	if s.measure() && s.conditionTrue(v1alpha1.ConditionNodesLocked) {

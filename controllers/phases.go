@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -170,6 +169,14 @@ func (r *SchedExperimentReconciler) validate(_ context.Context, s *scope) error 
 	spec := s.exp.Spec.DeepCopy()
 	spec.Default()
 	errs := validation.ValidateSpec(spec, field.NewPath("spec"))
+	if !r.Config.AllowSessionNiceBelowZero {
+		for i, g := range spec.Workload.Groups {
+			if g.Session != "" && g.Nice != nil && *g.Nice < 0 {
+				errs = append(errs, field.Forbidden(field.NewPath("spec", "workload", "groups").Index(i).Child("nice"),
+					"a session group runs in the node's root cgroup, beside its system services; this manager does not allow nice below 0 there (--allow-session-nice-below-zero): use nice 0 or more, or drop session"))
+			}
+		}
+	}
 	if sel := s.exp.Spec.NodeSelector; sel != nil {
 		if _, err := metav1.LabelSelectorAsSelector(sel); err != nil {
 			errs = append(errs, field.Invalid(field.NewPath("spec", "nodeSelector"), field.OmitValueType{}, err.Error()))
@@ -185,6 +192,16 @@ func (r *SchedExperimentReconciler) validate(_ context.Context, s *scope) error 
 	s.markInvalid(msg)
 	s.event(corev1.EventTypeWarning, v1alpha1.ReasonInvalidSpec, "Validate", msg)
 	return nil
+}
+
+// analyze runs the analyzer in the simulation pool (off the reconcile loop;
+// done is false until a worker has finished), or inline without a pool.
+func (r *SchedExperimentReconciler) analyze(ctx context.Context, s *scope, kind string, in AnalyzeInput) (*Analysis, error, bool) {
+	if r.Simulations == nil {
+		an, err := r.Analyzer.Analyze(ctx, in)
+		return an, err, true
+	}
+	return r.Simulations.Analyze(s.exp, kind, in)
 }
 
 // simulate answers a Simulate experiment: predictions for each distinct
@@ -203,9 +220,17 @@ func (r *SchedExperimentReconciler) simulate(ctx context.Context, s *scope) erro
 	if err != nil {
 		return err
 	}
-	an, err := r.Analyzer.Analyze(ctx, AnalyzeInput{Spec: &s.exp.Spec, Shapes: shapes, Calibration: cals})
+	an, err, done := r.analyze(ctx, s, "simulate", AnalyzeInput{Spec: &s.exp.Spec, Shapes: shapes, Calibration: cals})
+	if !done {
+		s.markSimulating(fmt.Sprintf("predicting %d variants for %d node shapes", len(s.exp.Spec.Variants), len(shapes)))
+		s.stop = true
+		return nil
+	}
 	if err != nil {
-		return fmt.Errorf("predicting: %w", err)
+		s.markFailed(reasonSimulationFailed, "predicting: "+err.Error())
+		s.event(corev1.EventTypeWarning, reasonSimulationFailed, "Simulate", "Predicting failed: "+err.Error())
+		s.stop = true
+		return nil
 	}
 	s.status.Calibration = cals
 	s.status.Results = an.Results
@@ -339,14 +364,17 @@ func (r *SchedExperimentReconciler) ensureNodeRuns(ctx context.Context, s *scope
 	return nil
 }
 
-// budget is how long a node may take before it is TimedOut.
+// budget is how long a node may take before it is TimedOut: every window
+// of every variant and repetition, each run as often as an agent re-runs a
+// noisy window, and the margin.
 func (r *SchedExperimentReconciler) budget(spec *v1alpha1.SchedExperimentSpec) time.Duration {
 	warmup := time.Second
 	if spec.Warmup != nil {
 		warmup = spec.Warmup.Duration
 	}
 	per := warmup + spec.Duration.Duration
-	return per*time.Duration(len(spec.Variants))*time.Duration(spec.RepetitionCount()) + r.Config.DeadlineMargin
+	windows := time.Duration(len(spec.Variants)) * time.Duration(spec.RepetitionCount())
+	return per*windows*v1alpha1.WindowAttempts + r.Config.DeadlineMargin
 }
 
 // trackProgress turns the NodeRuns into per-node progress and times out the
@@ -438,9 +466,17 @@ func (r *SchedExperimentReconciler) complete(ctx context.Context, s *scope) erro
 	if err != nil {
 		return err
 	}
-	an, err := r.Analyzer.Analyze(ctx, AnalyzeInput{Spec: &s.exp.Spec, Shapes: shapes, Runs: measured, NodeShapes: nodeShapes, Calibration: cals})
+	an, err, done := r.analyze(ctx, s, "complete", AnalyzeInput{Spec: &s.exp.Spec, Shapes: shapes, Runs: measured, NodeShapes: nodeShapes, Calibration: cals})
+	if !done {
+		s.status.CompletionTime = nil
+		s.markRunning(fmt.Sprintf("every node finished; comparing %d NodeRuns with the simulator's predictions", len(measured)))
+		return nil
+	}
 	if err != nil {
-		return fmt.Errorf("analyzing %d NodeRuns: %w", len(measured), err)
+		msg := fmt.Sprintf("analyzing %d NodeRuns: %v", len(measured), err)
+		s.markFailed(reasonSimulationFailed, msg)
+		s.event(corev1.EventTypeWarning, reasonSimulationFailed, "Complete", "Failed: "+msg)
+		return nil
 	}
 	s.status.Calibration = cals
 	s.status.Results = an.Results

@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
@@ -50,6 +49,9 @@ type SchedExperimentReconciler struct {
 	// Metrics receives the experiment's state after every reconcile; nil
 	// records nothing.
 	Metrics *Metrics
+	// Simulations runs the analyzer off the reconcile loop. Nil runs it
+	// inline (unit tests); SetupWithManager makes one when it is nil.
+	Simulations *SimulationPool
 }
 
 // phase is one step of a reconcile. It reads and extends the scope; an
@@ -104,6 +106,7 @@ func (r *SchedExperimentReconciler) Reconcile(ctx context.Context, req reconcile
 	if err := r.Client.Get(ctx, req.NamespacedName, exp); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.Metrics.forget(req.Name)
+			r.forgetSimulation(req.Name)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
@@ -146,6 +149,11 @@ func (r *SchedExperimentReconciler) Reconcile(ctx context.Context, req reconcile
 			break
 		}
 	}
+	if isTerminal(exp) || !exp.DeletionTimestamp.IsZero() {
+		// The result is in the status as read, or no longer wanted; until
+		// then it waits in the pool, also when a status write fails.
+		r.forgetSimulation(exp.Name)
+	}
 	if s.released {
 		r.Metrics.forget(exp.Name)
 		r.emit(s)
@@ -155,7 +163,14 @@ func (r *SchedExperimentReconciler) Reconcile(ctx context.Context, req reconcile
 		s.status.ObservedGeneration = exp.Generation
 	}
 	if werr := r.writeStatus(ctx, s); werr != nil {
-		return reconcile.Result{}, errors.Join(err, ignoreConflict(werr))
+		werr = ignoreConflict(werr)
+		if werr != nil && r.Recorder != nil {
+			// Said where a person looks; the workqueue backs off, and a
+			// simulation's result waits in the pool instead of being
+			// computed again.
+			r.Recorder.Eventf(exp, nil, corev1.EventTypeWarning, "StatusWriteFailed", "WriteStatus", "%s", truncate(werr.Error(), 1024))
+		}
+		return reconcile.Result{}, errors.Join(err, werr)
 	}
 	r.Metrics.observe(exp.Name, s.status)
 	r.emit(s)
@@ -189,6 +204,12 @@ func (r *SchedExperimentReconciler) emit(s *scope) {
 	}
 	for _, e := range s.events {
 		r.Recorder.Eventf(s.exp, nil, e.typ, e.reason, e.action, "%s", e.note)
+	}
+}
+
+func (r *SchedExperimentReconciler) forgetSimulation(name string) {
+	if r.Simulations != nil {
+		r.Simulations.Forget(name)
 	}
 }
 

@@ -4,16 +4,19 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -24,13 +27,25 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/schedlab/schedlab/api"
 	"github.com/schedlab/schedlab/api/names"
 	"github.com/schedlab/schedlab/api/v1alpha1"
 )
 
 type stubAnalyzer struct {
+	mu    sync.Mutex
 	err   error
 	calls int
+	// block, when set, holds every Analyze until it is closed or the
+	// context ends; cancelled counts the contexts that ended first.
+	block     chan struct{}
+	cancelled int
+}
+
+func (a *stubAnalyzer) callCount() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.calls
 }
 
 func (a *stubAnalyzer) ShapeForKernel(cpus int32, kernel string) v1alpha1.NodeShape {
@@ -41,11 +56,24 @@ func (a *stubAnalyzer) ShapeForKernel(cpus int32, kernel string) v1alpha1.NodeSh
 	return v1alpha1.NodeShape{CPUs: cpus, Scheduler: fam}
 }
 
-func (a *stubAnalyzer) Analyze(_ context.Context, in AnalyzeInput) (*Analysis, error) {
+func (a *stubAnalyzer) Analyze(ctx context.Context, in AnalyzeInput) (*Analysis, error) {
 	spec, shapes := in.Spec, in.Shapes
+	a.mu.Lock()
 	a.calls++
-	if a.err != nil {
-		return nil, a.err
+	block, err := a.block, a.err
+	a.mu.Unlock()
+	if block != nil {
+		select {
+		case <-block:
+		case <-ctx.Done():
+			a.mu.Lock()
+			a.cancelled++
+			a.mu.Unlock()
+			return nil, ctx.Err()
+		}
+	}
+	if err != nil {
+		return nil, err
 	}
 	out := &Analysis{BestVariant: v1alpha1.NoSignificantDifference}
 	for _, sh := range shapes {
@@ -74,6 +102,7 @@ func testExperiment(name string, finalizer bool) *v1alpha1.SchedExperiment {
 			Mode:         v1alpha1.ModeMeasure,
 			NodeSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"pool": "p"}},
 			Duration:     metav1.Duration{Duration: time.Second},
+			Warmup:       &metav1.Duration{Duration: 200 * time.Millisecond},
 			Repetitions:  1,
 			Variants:     []v1alpha1.Variant{{Name: "a"}, {Name: "b"}},
 			Workload:     v1alpha1.Workload{Groups: []v1alpha1.Group{{Name: "g", Pattern: &v1alpha1.Pattern{Type: v1alpha1.PatternHog}}}},
@@ -96,7 +125,7 @@ type fixture struct {
 func newFixture(t *testing.T, funcs interceptor.Funcs, objs ...client.Object) *fixture {
 	t.Helper()
 	f := &fixture{an: &stubAnalyzer{}, calls: map[string]int{}, recorder: events.NewFakeRecorder(100)}
-	s := NewScheme()
+	s := api.NewScheme()
 	base := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).
 		WithStatusSubresource(&v1alpha1.SchedExperiment{}, &v1alpha1.NodeRun{}).
 		WithIndex(&v1alpha1.NodeRun{}, indexNodeRunExperiment, func(o client.Object) []string {
@@ -231,27 +260,175 @@ func TestAnalyzerErrorInSimulate(t *testing.T) {
 	e.Spec.Mode = v1alpha1.ModeSimulate
 	f := newFixture(t, interceptor.Funcs{}, e, readyNode("n1"))
 	f.an.err = errors.New("simulator exploded")
-	_, err := f.reconcile(t, "x")
-	if err == nil || err.Error() != "simulate: predicting: simulator exploded" {
-		t.Fatalf("error %v", err)
+	if _, err := f.reconcile(t, "x"); err != nil {
+		t.Fatalf("error %v: a failed simulation is the experiment's failure, not the reconcile's", err)
 	}
-	if meta.FindStatusCondition(f.get(t, "x").Status.Conditions, v1alpha1.ConditionCompleted) != nil {
-		t.Errorf("Completed set although the prediction failed")
+	got := f.get(t, "x")
+	if c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionFailed); c == nil || c.Reason != "SimulationFailed" || c.Message != "predicting: simulator exploded" {
+		t.Errorf("Failed %+v, want SimulationFailed with the error", c)
 	}
-	f.an.err = nil
+	if meta.IsStatusConditionTrue(got.Status.Conditions, v1alpha1.ConditionCompleted) {
+		t.Errorf("Completed although the prediction failed")
+	}
 	if _, err := f.reconcile(t, "x"); err != nil {
 		t.Fatal(err)
 	}
-	got := f.get(t, "x")
-	if c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionCompleted); c == nil || c.Reason != v1alpha1.ReasonSimulated {
-		t.Errorf("Completed %+v", c)
-	}
-	if len(got.Status.Results) != 2 || got.Status.Results[0].Shape != "4cpu-EEVDF" || got.Status.ObservedGeneration != 1 {
-		t.Errorf("results %+v observed %d", got.Status.Results, got.Status.ObservedGeneration)
+	if n := f.an.callCount(); n != 1 {
+		t.Errorf("the analyzer ran %d times; a failed simulation must not be recomputed", n)
 	}
 	if f.calls["create Lease"]+f.calls["create DaemonSet"]+f.calls["create NodeRun"] != 0 {
 		t.Errorf("Simulate created children: %v", f.calls)
 	}
+}
+
+// startPool runs a simulation pool for the fixture's reconciler until the
+// test ends.
+func (f *fixture) startPool(t *testing.T) *SimulationPool {
+	t.Helper()
+	p := NewSimulationPool(f.an, 1, time.Minute)
+	f.r.Simulations = p
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = p.Start(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return p
+}
+
+// waitJob waits until the pool says a job of name has finished.
+func waitJob(t *testing.T, p *SimulationPool, name string) {
+	t.Helper()
+	select {
+	case ev := <-p.Events():
+		if ev.Object.GetName() != name {
+			t.Fatalf("job of %q finished, want %q", ev.Object.GetName(), name)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the job of %s did not finish", name)
+	}
+}
+
+// A simulation runs in the pool, not in Reconcile: Reconcile returns at
+// once with the experiment Simulating, and the result arrives later.
+func TestSimulationRunsOffTheReconcileLoop(t *testing.T) {
+	e := testExperiment("x", true)
+	e.Spec.Mode = v1alpha1.ModeSimulate
+	f := newFixture(t, interceptor.Funcs{}, e, readyNode("n1"))
+	f.an.block = make(chan struct{})
+	p := f.startPool(t)
+	returned := make(chan error, 1)
+	go func() { _, err := f.reconcile(t, "x"); returned <- err }()
+	select {
+	case err := <-returned:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Reconcile waited for the simulation")
+	}
+	if c := meta.FindStatusCondition(f.get(t, "x").Status.Conditions, v1alpha1.ConditionRunning); c == nil || c.Reason != "Simulating" {
+		t.Errorf("Running %+v, want Simulating", c)
+	}
+	close(f.an.block)
+	waitJob(t, p, "x")
+	if _, err := f.reconcile(t, "x"); err != nil {
+		t.Fatal(err)
+	}
+	got := f.get(t, "x")
+	if c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionCompleted); c == nil || c.Status != metav1.ConditionTrue {
+		t.Errorf("Completed %+v", c)
+	}
+	if c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionRunning); c == nil || c.Status != metav1.ConditionFalse {
+		t.Errorf("Running %+v, want False once simulated", c)
+	}
+	if len(got.Status.Results) != 2 {
+		t.Errorf("results %+v", got.Status.Results)
+	}
+}
+
+// A status write the API server refuses (as it refused a 2.11 MB status)
+// emits an Event, backs off through the workqueue, and does not compute the
+// simulation again.
+func TestFailedStatusWriteIsNotRecomputed(t *testing.T) {
+	e := testExperiment("x", true)
+	e.Spec.Mode = v1alpha1.ModeSimulate
+	refuse := false
+	f := newFixture(t, interceptor.Funcs{
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+			if refuse {
+				return apierrors.NewRequestEntityTooLargeError("limit is 3145728")
+			}
+			return c.SubResource(sub).Patch(ctx, obj, p, opts...)
+		},
+	}, e, readyNode("n1"))
+	p := f.startPool(t)
+	if _, err := f.reconcile(t, "x"); err != nil {
+		t.Fatal(err)
+	}
+	waitJob(t, p, "x")
+	refuse = true
+	for i := 0; i < 3; i++ {
+		if _, err := f.reconcile(t, "x"); err == nil {
+			t.Fatal("a refused status write was not returned: the workqueue would not back off")
+		}
+	}
+	if n := f.an.callCount(); n != 1 {
+		t.Errorf("the analyzer ran %d times; a refused status write must not recompute", n)
+	}
+	found := false
+	for len(f.recorder.Events) > 0 {
+		if ev := <-f.recorder.Events; strings.Contains(ev, "StatusWriteFailed") {
+			found = true
+		}
+	}
+	if !found {
+		t.Error("no StatusWriteFailed event")
+	}
+	refuse = false
+	if _, err := f.reconcile(t, "x"); err != nil {
+		t.Fatal(err)
+	}
+	if c := meta.FindStatusCondition(f.get(t, "x").Status.Conditions, v1alpha1.ConditionCompleted); c == nil || c.Status != metav1.ConditionTrue {
+		t.Errorf("Completed %+v once the write went through", c)
+	}
+	if n := f.an.callCount(); n != 1 {
+		t.Errorf("the analyzer ran %d times", n)
+	}
+}
+
+// A new generation cancels the simulation of the old one.
+func TestSpecChangeCancelsTheSimulation(t *testing.T) {
+	e := testExperiment("x", true)
+	e.Spec.Mode = v1alpha1.ModeSimulate
+	f := newFixture(t, interceptor.Funcs{}, e, readyNode("n1"))
+	f.an.block = make(chan struct{})
+	defer close(f.an.block)
+	p := f.startPool(t)
+	if _, err := f.reconcile(t, "x"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for f.an.callCount() == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	cur := f.get(t, "x")
+	cur.Generation = 2
+	cur.Spec.Variants = append(cur.Spec.Variants, v1alpha1.Variant{Name: "c"})
+	if err := f.c.Update(context.Background(), cur); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.reconcile(t, "x"); err != nil {
+		t.Fatal(err)
+	}
+	for time.Now().Before(deadline) {
+		f.an.mu.Lock()
+		c := f.an.cancelled
+		f.an.mu.Unlock()
+		if c == 1 {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Errorf("the simulation of generation 1 was not cancelled (pending %d)", p.Pending())
 }
 
 func TestWaitingNamesTheHolder(t *testing.T) {
@@ -356,8 +533,8 @@ func TestNames(t *testing.T) {
 	if names.NodeRun(long, "n1") == names.NodeRun(long, "n2") {
 		t.Errorf("shortened names collide")
 	}
-	if got := names.NodeRun("exp", "node-1"); got != "exp-node-1" {
-		t.Errorf("short name changed: %q", got)
+	if got := names.NodeRun("exp", "node-1"); !strings.HasPrefix(got, "exp-node-1-") {
+		t.Errorf("short name %q does not start with the experiment and node", got)
 	}
 	exp, uid, ok := names.SplitLeaseHolder(names.LeaseHolder("exp", "1234"))
 	if !ok || exp != "exp" || uid != "1234" {
@@ -365,17 +542,107 @@ func TestNames(t *testing.T) {
 	}
 }
 
-func TestNodeRunNameTakenByAnotherExperiment(t *testing.T) {
-	// Experiment "x-n" on node "1" and experiment "x" on node "n-1" both
-	// name their NodeRun "x-n-1".
-	other := &v1alpha1.NodeRun{ObjectMeta: metav1.ObjectMeta{Name: "x-n-1"},
+func TestJoinedNamesGetDistinctNodeRuns(t *testing.T) {
+	// Experiment "x-n" on node "1" and experiment "x" on node "n-1" join to
+	// the same "x-n-1"; each must still get its own NodeRun, so that neither
+	// holds its node's lock for nothing.
+	other := &v1alpha1.NodeRun{ObjectMeta: metav1.ObjectMeta{Name: names.NodeRun("x-n", "1")},
 		Spec: v1alpha1.NodeRunSpec{ExperimentName: "x-n", ExperimentGeneration: 1, NodeName: "1"}}
 	f := newFixture(t, interceptor.Funcs{}, testExperiment("x", true), readyNode("n-1"), other)
 	if _, err := f.reconcile(t, "x"); err != nil {
 		t.Fatal(err)
 	}
+	if f.calls["create NodeRun"] != 1 {
+		t.Fatalf("calls %v, want one NodeRun created", f.calls)
+	}
 	got := f.get(t, "x").Status.Nodes
-	if len(got) != 1 || got[0].Message != "the NodeRun name x-n-1 is taken by experiment x-n" {
-		t.Errorf("nodes %+v, want the taken name explained", got)
+	if len(got) != 1 || strings.Contains(got[0].Message, "taken") {
+		t.Errorf("nodes %+v, want node n-1 running without a name clash", got)
+	}
+	var nr v1alpha1.NodeRun
+	if err := f.c.Get(context.Background(), client.ObjectKey{Name: names.NodeRun("x", "n-1")}, &nr); err != nil || nr.Spec.ExperimentName != "x" {
+		t.Errorf("NodeRun of x on n-1: %v %+v", err, nr.Spec)
+	}
+}
+
+func TestAgentDaemonSetIsNotRolledOnUpgrade(t *testing.T) {
+	f := newFixture(t, interceptor.Funcs{}, testExperiment("x", true), readyNode("n1"))
+	for i := 0; i < 2; i++ {
+		if _, err := f.reconcile(t, "x"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var ds appsv1.DaemonSet
+	if err := f.c.Get(context.Background(), client.ObjectKey{Namespace: f.r.Config.Namespace, Name: names.DaemonSet("x")}, &ds); err != nil {
+		t.Fatal(err)
+	}
+	if ds.Spec.UpdateStrategy.Type != appsv1.OnDeleteDaemonSetStrategyType || ds.Spec.UpdateStrategy.RollingUpdate != nil {
+		t.Errorf("update strategy %+v, want OnDelete: a new manager image must not restart running agents", ds.Spec.UpdateStrategy)
+	}
+}
+
+func TestDeadlineCountsNoisyWindowReruns(t *testing.T) {
+	r := &SchedExperimentReconciler{Config: Config{DeadlineMargin: time.Minute}}
+	spec := &v1alpha1.SchedExperimentSpec{
+		Duration: metav1.Duration{Duration: 50 * time.Second}, Warmup: &metav1.Duration{Duration: 10 * time.Second}, Repetitions: 2,
+		Variants: []v1alpha1.Variant{{Name: "a"}, {Name: "b"}},
+	}
+	// 4 windows of 1m, each run up to WindowAttempts times on a busy node.
+	worst := 4 * time.Minute * v1alpha1.WindowAttempts
+	if got := r.budget(spec); got < worst+time.Minute {
+		t.Errorf("budget %s, want at least %s: a node re-running noisy windows must not time out", got, worst+time.Minute)
+	}
+}
+
+func TestNodesOutsideAllowedSelectorAreRefused(t *testing.T) {
+	outside := readyNode("other")
+	outside.Labels["tier"] = "prod"
+	f := newFixture(t, interceptor.Funcs{}, testExperiment("x", true), readyNode("n1"), outside)
+	sel, err := labels.Parse("tier!=prod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.r.Config.AllowedNodeSelector = sel
+	if _, err := f.reconcile(t, "x"); err != nil {
+		t.Fatal(err)
+	}
+	if f.calls["create Lease"]+f.calls["create NodeRun"]+f.calls["create DaemonSet"] != 0 {
+		t.Errorf("calls %v: nothing may touch a node", f.calls)
+	}
+	c := meta.FindStatusCondition(f.get(t, "x").Status.Conditions, v1alpha1.ConditionFailed)
+	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != "NodesNotAllowed" || !strings.Contains(c.Message, "outside the manager's allowedNodeSelector (tier!=prod): other") {
+		t.Errorf("Failed condition %+v, want NodesNotAllowed naming node other", c)
+	}
+}
+
+func TestSessionNiceBelowZeroOnlyWhereAllowed(t *testing.T) {
+	exp := func() *v1alpha1.SchedExperiment {
+		e := testExperiment("x", true)
+		e.Spec.Workload.Groups[0].Session = "s"
+		e.Spec.Workload.Groups[0].Nice = ptr.To[int32](-5)
+		return e
+	}
+	f := newFixture(t, interceptor.Funcs{}, exp(), readyNode("n1"))
+	if _, err := f.reconcile(t, "x"); err != nil {
+		t.Fatal(err)
+	}
+	c := meta.FindStatusCondition(f.get(t, "x").Status.Conditions, v1alpha1.ConditionFailed)
+	if c == nil || c.Reason != v1alpha1.ReasonInvalidSpec || !strings.Contains(c.Message, "spec.workload.groups[0].nice: Forbidden") {
+		t.Errorf("Failed condition %+v, want the session's nice refused", c)
+	}
+	if f.calls["create Lease"] != 0 {
+		t.Errorf("calls %v: a refused experiment locked a node", f.calls)
+	}
+
+	f = newFixture(t, interceptor.Funcs{}, exp(), readyNode("n1"))
+	f.r.Config.AllowSessionNiceBelowZero = true
+	if _, err := f.reconcile(t, "x"); err != nil {
+		t.Fatal(err)
+	}
+	if c := meta.FindStatusCondition(f.get(t, "x").Status.Conditions, v1alpha1.ConditionFailed); c != nil {
+		t.Errorf("refused where the manager allows it: %+v", c)
+	}
+	if f.calls["create Lease"] != 1 {
+		t.Errorf("calls %v, want the node locked", f.calls)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/schedlab/schedlab/api/names"
 	"github.com/schedlab/schedlab/api/v1alpha1"
@@ -68,6 +69,12 @@ func (r *SchedExperimentReconciler) SetupWithManagerAs(ctx context.Context, mgr 
 	if err := SetupIndexes(ctx, mgr); err != nil {
 		return err
 	}
+	if r.Simulations == nil {
+		r.Simulations = NewSimulationPool(r.Analyzer, r.Config.SimulationWorkers, r.Config.SimulationTimeout)
+	}
+	if err := mgr.Add(r.Simulations); err != nil {
+		return err
+	}
 	inNamespace := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == r.Config.Namespace })
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.SchedExperiment{}).
@@ -75,6 +82,7 @@ func (r *SchedExperimentReconciler) SetupWithManagerAs(ctx context.Context, mgr 
 		Owns(&appsv1.DaemonSet{}, builder.WithPredicates(inNamespace)).
 		Watches(&coordinationv1.Lease{}, handler.EnqueueRequestsFromMapFunc(r.experimentsForLease), builder.WithPredicates(inNamespace, managedLease)).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.experimentsForNode), builder.WithPredicates(nodeChanged)).
+		WatchesRawSource(source.Channel(r.Simulations.Events(), &handler.EnqueueRequestForObject{})).
 		WithOptions(opts).
 		Named("schedexperiment").
 		Complete(rec)

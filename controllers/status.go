@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -14,7 +15,14 @@ import (
 // phases observe and act, and then name what they found with one of the
 // mark functions below. Nothing here reads or writes through a client.
 
-const reasonReleased = "Released"
+const (
+	reasonReleased        = "Released"
+	reasonNodesNotAllowed = "NodesNotAllowed"
+	// reasonSimulating: the simulator works on the experiment off the
+	// reconcile loop.
+	reasonSimulating       = "Simulating"
+	reasonSimulationFailed = "SimulationFailed"
+)
 
 // setCondition sets a condition, keeping its transition time when the
 // status does not change, and taking time from the injected clock.
@@ -46,6 +54,13 @@ func (s *scope) markInvalid(msg string) {
 	s.setCondition(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonInvalidSpec, msg)
 }
 
+// markNotAllowed: the experiment asks for nodes the manager does not allow.
+func (s *scope) markNotAllowed(msg string) {
+	s.setCondition(v1alpha1.ConditionFailed, metav1.ConditionTrue, reasonNodesNotAllowed, msg)
+	s.setCondition(v1alpha1.ConditionReady, metav1.ConditionFalse, reasonNodesNotAllowed, msg)
+	s.event(corev1.EventTypeWarning, reasonNodesNotAllowed, "SelectNodes", msg)
+}
+
 // markNoNodes: no node can run the experiment.
 func (s *scope) markNoNodes(msg string) {
 	s.setCondition(v1alpha1.ConditionNodesLocked, metav1.ConditionFalse, v1alpha1.ReasonNoNodes, msg)
@@ -69,10 +84,19 @@ func (s *scope) markRunning(msg string) {
 	s.setCondition(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonRunning, msg)
 }
 
+// markSimulating: a Simulate experiment waits for the simulation pool.
+func (s *scope) markSimulating(msg string) {
+	s.setCondition(v1alpha1.ConditionRunning, metav1.ConditionTrue, reasonSimulating, msg)
+	s.setCondition(v1alpha1.ConditionReady, metav1.ConditionFalse, reasonSimulating, msg)
+}
+
 // markSimulated: a Simulate experiment has its predictions.
 func (s *scope) markSimulated(msg string) {
 	s.setCondition(v1alpha1.ConditionCompleted, metav1.ConditionTrue, v1alpha1.ReasonSimulated, msg)
 	s.setCondition(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonSimulated, msg)
+	if c := meta.FindStatusCondition(s.status.Conditions, v1alpha1.ConditionRunning); c != nil && c.Status == metav1.ConditionTrue {
+		s.setCondition(v1alpha1.ConditionRunning, metav1.ConditionFalse, v1alpha1.ReasonSimulated, msg)
+	}
 }
 
 // markCompleted: every node finished and at least one was measured.

@@ -3,6 +3,7 @@ package names
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"strings"
 )
 
@@ -42,9 +43,39 @@ func Shorten(s string, max int) string {
 // LabelValue makes a name usable as a label value (at most 63 characters).
 func LabelValue(name string) string { return Shorten(name, maxDNSLabel) }
 
-// NodeRun is the name of the NodeRun of experiment on node.
+// NodeRun is the name of the NodeRun of experiment on node: the two joined,
+// then a hash of the pair, so that no two pairs share a name ("a-b" on node
+// "c" and "a" on node "b-c" differ) and any legal experiment and node name
+// (253 characters each) gives a legal name.
 func NodeRun(experiment, node string) string {
-	return Shorten(experiment+"-"+node, maxDNSSubName)
+	return withHash(experiment+"-"+node, experiment+"/"+node, maxDNSSubName)
+}
+
+// RunID is the agent's id of one run of a NodeRun's generation: the name of
+// its cgroup directory and journal entries. It is a DNS label (no dots, at
+// most 63 characters, well within the kernel's 255 for a file name) and
+// carries a hash of the NodeRun name and generation, so distinct runs never
+// share one.
+func RunID(nodeRun string, generation int64) string {
+	gen := fmt.Sprintf("-g%d", generation)
+	readable := strings.ReplaceAll(nodeRun, ".", "-")
+	return withHash(readable, nodeRun+gen, maxDNSLabel-len(gen)) + gen
+}
+
+// withHash is a prefix of readable, a '-' and a hash of key, at most max
+// characters, starting and ending with a letter or digit.
+func withHash(readable, key string, max int) string {
+	sum := sha256.Sum256([]byte(key))
+	h := hex.EncodeToString(sum[:])[:hashLen]
+	n := max - hashLen - 1
+	if len(readable) > n {
+		readable = readable[:n]
+	}
+	readable = strings.TrimRight(readable, "-.")
+	if readable == "" {
+		return h
+	}
+	return readable + "-" + h
 }
 
 // DaemonSet is the name of the agent DaemonSet of an experiment. Pod names

@@ -15,6 +15,10 @@ const (
 	MaxNodes        = 1000
 	MaxNestingDepth = 4
 	MaxDuration     = "1h"
+	// WindowAttempts is how many times an agent runs a window in all while
+	// it is noisy (the first run and up to two re-runs); the controller's
+	// deadline counts every attempt.
+	WindowAttempts = 3
 )
 
 // ExperimentMode says whether an experiment runs workloads on nodes or only
@@ -38,7 +42,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.warmup) || duration(self.warmup) < duration(self.duration)",message="warmup must be shorter than duration"
 // +kubebuilder:validation:XValidation:rule="duration(self.duration) >= duration('100ms') && duration(self.duration) <= duration('1h')",message="duration must be between 100ms and 1h"
 // +kubebuilder:validation:XValidation:rule="!has(self.warmup) || duration(self.warmup) <= duration('10m')",message="warmup must be at most 10m"
-// +kubebuilder:validation:XValidation:rule="(duration(self.duration).getSeconds() + (has(self.warmup) ? duration(self.warmup).getSeconds() : 1)) * size(self.variants) * self.repetitions <= 86400",message="(warmup + duration) × variants × repetitions must be at most 24h per node: shorten the duration or run fewer repetitions"
+// +kubebuilder:validation:XValidation:rule="(duration(self.duration) + (has(self.warmup) ? duration(self.warmup) : duration('1s'))).getMilliseconds() * size(self.variants) * self.repetitions <= 86400000",message="(warmup + duration) × variants × repetitions must be at most 24h per node: shorten the duration or run fewer repetitions"
 // +kubebuilder:validation:XValidation:rule="!has(self.objectives) || self.objectives.all(o, self.workload.groups.exists(g, g.name == o.group))",message="every objective must name a group listed in workload.groups"
 // +kubebuilder:validation:XValidation:rule="!has(self.sweep) || self.mode == 'Simulate'",message="a sweep runs on the simulator only: set mode: Simulate"
 // +kubebuilder:validation:XValidation:rule="!has(self.constraints) || size(self.constraints) == 0 || has(self.sweep)",message="constraints are evaluated over spec.sweep: add a sweep"
@@ -344,6 +348,7 @@ type Group struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=16
 	// +kubebuilder:validation:Pattern=`^([0-9]{1,7}m|[0-9]{1,4}(\.[0-9]{1,3})?)$`
+	// +kubebuilder:validation:XValidation:rule="!isQuantity(self) || (quantity(self).compareTo(quantity('1m')) >= 0 && quantity(self).compareTo(quantity('1024')) <= 0)",message="cpuMax must be between 1m and 1024 CPUs"
 	CPUMax string `json:"cpuMax,omitempty"`
 
 	// cpuMaxPeriod is the bandwidth period for cpuMax (default 100ms), 1ms..1s.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/schedlab/schedlab/agent"
 	"github.com/schedlab/schedlab/api"
+	"github.com/schedlab/schedlab/api/v1alpha1"
 	"github.com/schedlab/schedlab/internal/nodeagent"
 )
 
@@ -37,7 +38,7 @@ func runAgent(args []string) int {
 	fs.StringVar(&opts.Root, "root", "/", "the host's root directory as the agent sees it")
 	fs.StringVar(&opts.WorkerBinary, "worker-binary", "", "schedlab binary re-executed as workload workers (default: this binary)")
 	fs.Float64Var(&opts.NoiseThreshold, "noise-threshold", 0, "CPUs used by anything but the workload above which a window is noisy and re-run (0: 5% of the CPUs, at least 0.1)")
-	fs.IntVar(&opts.MaxAttempts, "max-attempts", 3, "attempts per window while it is noisy")
+	fs.IntVar(&opts.MaxAttempts, "max-attempts", v1alpha1.WindowAttempts, "attempts per window while it is noisy (the manager's deadline counts the default)")
 	fs.DurationVar(&opts.LockWait, "lock-wait", 2*time.Minute, "wait this long for another run holding this node (a local schedlab run, say) to finish, instead of failing at once")
 	fs.DurationVar(&progress, "progress-interval", 5*time.Second, "least time between two progress writes to the NodeRun")
 	logCfg := textlogger.NewConfig()

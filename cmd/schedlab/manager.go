@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/klog/v2/textlogger"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -38,6 +39,7 @@ type managerFlags struct {
 	tolerationsJSON        string
 	pullPolicy             string
 	cfg                    controllers.Config
+	allowedNodeSelector    string
 }
 
 func (f *managerFlags) register(fs *flag.FlagSet) {
@@ -62,6 +64,10 @@ func (f *managerFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.cfg.DeadlineMargin, "deadline-margin", d.DeadlineMargin, "time added to (warmup + duration) × variants × repetitions before a silent node is TimedOut")
 	fs.DurationVar(&f.cfg.RestoreTimeout, "restore-timeout", d.RestoreTimeout, "longest wait for the agents to report their restore after a run ends, an abort or a deletion")
 	fs.DurationVar(&f.cfg.WaitRecheck, "wait-recheck", d.WaitRecheck, "how often an experiment waiting for locked nodes rechecks without an event")
+	fs.StringVar(&f.allowedNodeSelector, "allowed-node-selector", "", `label selector every experiment's nodes must match, e.g. "schedlab.io/pool in (lab,bench)"; an experiment whose nodeSelector matches another node is refused ("" allows every node)`)
+	fs.IntVar(&f.cfg.SimulationWorkers, "simulation-workers", d.SimulationWorkers, "analyses (predictions, sweeps, comparisons) run at once, off the reconcile loop")
+	fs.DurationVar(&f.cfg.SimulationTimeout, "simulation-timeout", d.SimulationTimeout, "longest one experiment's analysis may take before it fails with reason SimulationFailed")
+	fs.BoolVar(&f.cfg.AllowSessionNiceBelowZero, "allow-session-nice-below-zero", false, "let session groups (tasks in the node's root cgroup) run at nice below 0")
 }
 
 func (f *managerFlags) config() (controllers.Config, error) {
@@ -71,6 +77,13 @@ func (f *managerFlags) config() (controllers.Config, error) {
 	case corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever:
 	default:
 		return c, fmt.Errorf("--agent-image-pull-policy %q: use Always, IfNotPresent or Never", f.pullPolicy)
+	}
+	if f.allowedNodeSelector != "" {
+		sel, err := labels.Parse(f.allowedNodeSelector)
+		if err != nil {
+			return c, fmt.Errorf("--allowed-node-selector: %w", err)
+		}
+		c.AllowedNodeSelector = sel
 	}
 	if f.tolerationsJSON != "" {
 		if err := json.Unmarshal([]byte(f.tolerationsJSON), &c.AgentTolerations); err != nil {

@@ -2,9 +2,13 @@ package experiment
 
 import (
 	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"reflect"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
@@ -56,9 +60,9 @@ func parse(data []byte, validate func(*v1alpha1.SchedExperimentSpec, *field.Path
 	if err != nil {
 		return nil, err
 	}
-	var exp v1alpha1.SchedExperiment
-	if err := yaml.UnmarshalStrict(doc, &exp); err != nil {
-		return nil, fmt.Errorf("not a valid SchedExperiment: %w", err)
+	exp, err := decode(doc)
+	if err != nil {
+		return nil, err
 	}
 	if exp.APIVersion != "" && exp.APIVersion != v1alpha1.GroupVersion.String() {
 		return nil, fmt.Errorf("apiVersion %q is not supported: use %s", exp.APIVersion, v1alpha1.GroupVersion)
@@ -67,7 +71,63 @@ func parse(data []byte, validate func(*v1alpha1.SchedExperimentSpec, *field.Path
 	if err := validation.AsError("invalid SchedExperiment", validate(&exp.Spec, field.NewPath("spec"))); err != nil {
 		return nil, err
 	}
+	return exp, nil
+}
+
+// decode reads a manifest as kubectl sends it to the API server: YAML into
+// JSON without looking at the Go types (so `name: y` stays the YAML 1.1
+// boolean it is, not the string "true"), then JSON into the types, refusing
+// unknown fields and values of the wrong type as the schema does.
+func decode(doc []byte) (*v1alpha1.SchedExperiment, error) {
+	j, err := yaml.YAMLToJSONStrict(doc)
+	if err != nil {
+		return nil, fmt.Errorf("not a valid SchedExperiment: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(j))
+	dec.DisallowUnknownFields()
+	var exp v1alpha1.SchedExperiment
+	if err := dec.Decode(&exp); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			got := te.Value
+			switch {
+			case got == "bool":
+				got = "boolean"
+			case strings.HasPrefix(got, "number"):
+				got = "number"
+			}
+			msg := fmt.Sprintf("not a valid SchedExperiment: %s: Invalid value: %q: must be of type %s", te.Field, got, jsonType(te.Type))
+			if got == "boolean" {
+				msg += " (YAML 1.1 reads y, n, yes, no, on, off, true and false, in any case, as booleans: quote the value)"
+			}
+			return nil, errors.New(msg)
+		}
+		if strings.Contains(err.Error(), "time: invalid duration") {
+			// metav1.Duration's own error has no field; say what the
+			// schema's pattern says.
+			return nil, fmt.Errorf("not a valid SchedExperiment: %w: a duration should match '^([0-9]+(\\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$', such as 500ms, 10s or 1m30s", err)
+		}
+		return nil, fmt.Errorf("not a valid SchedExperiment: %w", err)
+	}
 	return &exp, nil
+}
+
+// jsonType names a Go type as the schema does.
+func jsonType(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "string"
+	case reflect.Bool:
+		return "boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "integer"
+	case reflect.Float32, reflect.Float64:
+		return "number"
+	case reflect.Slice:
+		return "array"
+	default:
+		return "object"
+	}
 }
 
 // pickDocument returns the first YAML document whose kind is SchedExperiment

@@ -28,20 +28,21 @@ func TestSamplesLoad(t *testing.T) {
 	}
 }
 
-// ExpectedError reads the "# expect-<kind>: message" header of an invalid
-// manifest; the same files drive the API server's integration test.
-func ExpectedError(t *testing.T, path, kind string) string {
+// ExpectedError reads the "# expect: message" header of an invalid
+// manifest; the same files and messages drive test/crd, which also runs them
+// through the API server.
+func ExpectedError(t *testing.T, path string) string {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "# expect-"+kind+": "); ok {
+		if rest, ok := strings.CutPrefix(line, "# expect: "); ok {
 			return rest
 		}
 	}
-	t.Fatalf("%s has no '# expect-%s:' line", path, kind)
+	t.Fatalf("%s has no '# expect:' line", path)
 	return ""
 }
 
@@ -53,7 +54,7 @@ func TestInvalidManifestsRefused(t *testing.T) {
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
-			want := ExpectedError(t, f, "local")
+			want := ExpectedError(t, f)
 			_, err := Load(f)
 			if err == nil {
 				t.Fatalf("accepted; want an error containing %q", want)
@@ -62,5 +63,41 @@ func TestInvalidManifestsRefused(t *testing.T) {
 				t.Fatalf("error %q does not contain %q", err, want)
 			}
 		})
+	}
+}
+
+// YAML 1.1 reads an unquoted y as a boolean. kubectl sends it as one and the
+// API server refuses it where a string belongs; the CLI must do the same
+// rather than quietly calling the group "true".
+func TestYAMLBooleanWhereAStringBelongs(t *testing.T) {
+	manifest := func(name string) []byte {
+		return []byte(`apiVersion: schedlab.io/v1alpha1
+kind: SchedExperiment
+metadata: {name: yaml-bool}
+spec:
+  mode: Simulate
+  duration: 2s
+  variants: [{name: stock}]
+  workload:
+    groups: [{name: ` + name + `, pattern: {type: Hog}}]
+  simulation: {nodes: [{cpus: 2}]}
+`)
+	}
+	for _, name := range []string{"y", "n", "yes", "Off", "TRUE"} {
+		_, err := Parse(manifest(name))
+		if err == nil {
+			t.Errorf("group name %s accepted", name)
+			continue
+		}
+		if want := `Invalid value: "boolean": must be of type string`; !strings.Contains(err.Error(), want) {
+			t.Errorf("group name %s: error %q does not contain %q", name, err, want)
+		}
+	}
+	exp, err := Parse(manifest(`"y"`))
+	if err != nil {
+		t.Fatalf("quoted name refused: %v", err)
+	}
+	if got := exp.Spec.Workload.Groups[0].Name; got != "y" {
+		t.Errorf("group name %q, want y", got)
 	}
 }

@@ -68,7 +68,7 @@ func (o *Options) defaults() error {
 		o.WorkerBinary = exe
 	}
 	if o.MaxAttempts < 1 {
-		o.MaxAttempts = 3
+		o.MaxAttempts = v1alpha1.WindowAttempts
 	}
 	if o.Log.GetSink() == nil {
 		o.Log = logr.Discard()

@@ -11,6 +11,7 @@ import (
 
 	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/schedlab/schedlab/internal/experiment"
 	"github.com/schedlab/schedlab/test/envtest"
 )
 
@@ -96,6 +97,12 @@ func TestSamplesAccepted(t *testing.T) {
 	}
 }
 
+// TestInvalidManifestsRefused runs every file of test/manifests/invalid
+// through the API server (kubectl apply --dry-run=server, as a user would)
+// and through the CLI's loader (decoding, the schema's defaults and
+// api/v1alpha1/validation, what schedlab run, simulate and plan and the agent
+// use). Both must refuse it, each with the message of its "# expect:" line:
+// what the API admits, nothing later refuses, and the other way round.
 func TestInvalidManifestsRefused(t *testing.T) {
 	files, _ := filepath.Glob(filepath.Join(root, "test/manifests/invalid/*.yaml"))
 	if len(files) < 25 {
@@ -104,12 +111,19 @@ func TestInvalidManifestsRefused(t *testing.T) {
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			want := expected(t, f)
-			out, err := applyDryRun(t, f)
-			if err == nil {
-				t.Fatalf("the API server accepted it; want a refusal containing %q\n%s", want, out)
+			apiOut, apiErr := applyDryRun(t, f)
+			_, cliErr := experiment.Load(f)
+			cliOut := fmt.Sprint(cliErr)
+			switch {
+			case apiErr == nil && cliErr == nil:
+				t.Fatalf("accepted by both the API server and the CLI; want a refusal containing %q", want)
+			case apiErr == nil:
+				t.Fatalf("the API server accepted what the CLI refuses:\n%s", cliOut)
+			case cliErr == nil:
+				t.Fatalf("the CLI accepted what the API server refuses:\n%s", apiOut)
 			}
-			if !strings.Contains(out, want) {
-				t.Fatalf("refusal does not contain %q:\n%s", want, out)
+			if !strings.Contains(apiOut, want) || !strings.Contains(cliOut, want) {
+				t.Fatalf("want both refusals to contain %q\nAPI server: %s\nCLI: %s", want, apiOut, cliOut)
 			}
 		})
 	}
@@ -122,11 +136,11 @@ func expected(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "# expect-api: "); ok {
+		if rest, ok := strings.CutPrefix(line, "# expect: "); ok {
 			return rest
 		}
 	}
-	t.Fatalf("%s has no '# expect-api:' line", path)
+	t.Fatalf("%s has no '# expect:' line", path)
 	return ""
 }
 

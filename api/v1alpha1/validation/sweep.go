@@ -1,7 +1,6 @@
 package validation
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 
@@ -48,7 +47,7 @@ func (v *validator) sweep(s *v1alpha1.SchedExperimentSpec, root *field.Path) {
 	for i, c := range s.Constraints {
 		f := root.Child("constraints").Index(i)
 		if !slices.Contains(v1alpha1.MetricNames, string(c.Metric)) {
-			v.addf(f.Child("metric"), "%q is not a metric: use one of %s", c.Metric, strings.Join(v1alpha1.MetricNames, ", "))
+			v.errs = append(v.errs, field.NotSupported(f.Child("metric"), string(c.Metric), v1alpha1.MetricNames))
 		}
 		g, ok := groups[c.Group]
 		if !ok {

@@ -43,6 +43,14 @@ func ValidateLocalSpec(s *v1alpha1.SchedExperimentSpec, fldPath *field.Path) fie
 	return v.errs
 }
 
+// ValidateKnobs checks one set of knobs (a variant's, a profile's) by the
+// same rules as ValidateSpec.
+func ValidateKnobs(k *v1alpha1.Knobs, fldPath *field.Path) field.ErrorList {
+	v := &validator{}
+	v.knobs(fldPath, k)
+	return v.errs
+}
+
 // AsError is nil for an empty list, else one error naming every problem on
 // its own line, headed by what was validated.
 func AsError(what string, errs field.ErrorList) error {
@@ -73,55 +81,113 @@ func (v *validator) addf(p *field.Path, format string, args ...any) {
 	v.errs = append(v.errs, field.Invalid(p, field.OmitValueType{}, fmt.Sprintf(format, args...)))
 }
 
+// durationIn refuses a duration outside lo..hi with the words of the CRD's
+// CEL rule ("baseSlice must be between 100us and 100ms").
 func (v *validator) durationIn(p *field.Path, d *metav1.Duration, lo, hi time.Duration) {
-	if d == nil {
+	if d == nil || (d.Duration >= lo && d.Duration <= hi) {
 		return
 	}
-	if d.Duration < lo || d.Duration > hi {
-		v.addf(p, "%s is out of range: must be between %s and %s", d.Duration, lo, hi)
+	name := p.String()
+	if i := strings.LastIndexByte(name, '.'); i >= 0 {
+		name = name[i+1:]
+	}
+	if lo == 0 {
+		v.errs = append(v.errs, field.Invalid(p, d.Duration.String(), fmt.Sprintf("%s must be at most %s", name, celDuration(hi))))
+		return
+	}
+	v.errs = append(v.errs, field.Invalid(p, d.Duration.String(), fmt.Sprintf("%s must be between %s and %s", name, celDuration(lo), celDuration(hi))))
+}
+
+// celDuration writes a bound as the CEL rules do: 100us, 10m, 1h.
+func celDuration(d time.Duration) string {
+	s := strings.ReplaceAll(d.String(), "µs", "us")
+	for _, zero := range []string{"0s", "0m"} {
+		if strings.HasSuffix(s, zero) && len(s) > len(zero) && !strings.HasSuffix(s, "ms") && !strings.HasSuffix(s, "us") && !strings.HasSuffix(s, "ns") {
+			s = strings.TrimSuffix(s, zero)
+		}
+	}
+	return s
+}
+
+// intIn refuses a number outside lo..hi with the words of the schema's
+// minimum and maximum.
+func (v *validator) intIn(p *field.Path, n, lo, hi int64) {
+	switch {
+	case n < lo:
+		v.errs = append(v.errs, field.Invalid(p, n, fmt.Sprintf("should be greater than or equal to %d", lo)))
+	case n > hi:
+		v.errs = append(v.errs, field.Invalid(p, n, fmt.Sprintf("should be less than or equal to %d", hi)))
+	}
+}
+
+// itemsIn refuses a list of n items outside lo..hi as the schema's
+// minItems and maxItems do.
+func (v *validator) itemsIn(p *field.Path, n, lo, hi int) {
+	switch {
+	case n < lo:
+		v.errs = append(v.errs, field.Invalid(p, n, fmt.Sprintf("should have at least %d items", lo)))
+	case n > hi:
+		v.errs = append(v.errs, field.TooMany(p, n, hi))
+	}
+}
+
+// oneOf refuses a value outside an enum as the schema's enum does.
+func oneOf[T ~string](v *validator, p *field.Path, val T, allowed ...T) {
+	if val == "" || slices.Contains(allowed, val) {
+		return
+	}
+	names := make([]string, len(allowed))
+	for i, a := range allowed {
+		names[i] = string(a)
+	}
+	v.errs = append(v.errs, field.NotSupported(p, string(val), names))
+}
+
+// dnsLabelName refuses a name that is not a lower-case DNS label of at most
+// 40 characters, as the schema's pattern and maxLength do.
+func (v *validator) dnsLabelName(p *field.Path, name string) {
+	switch {
+	case len(name) > 40:
+		v.errs = append(v.errs, field.TooLong(p, name, 40))
+	case !dnsLabel.MatchString(name):
+		v.errs = append(v.errs, field.Invalid(p, name, "should match '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$': a lower-case DNS label"))
 	}
 }
 
 func (v *validator) spec(s *v1alpha1.SchedExperimentSpec, f *field.Path) {
-	switch s.Mode {
-	case v1alpha1.ModeMeasure, v1alpha1.ModeSimulate:
-	default:
-		v.addf(f.Child("mode"), "%q is not a mode: use Measure or Simulate", s.Mode)
+	if s.Mode == "" {
+		v.errs = append(v.errs, field.Required(f.Child("mode"), "use Measure or Simulate"))
 	}
-	if s.MaxNodes != nil && (*s.MaxNodes < 1 || *s.MaxNodes > v1alpha1.MaxNodes) {
-		v.addf(f.Child("maxNodes"), "%d is out of range 1..%d", *s.MaxNodes, v1alpha1.MaxNodes)
+	oneOf(v, f.Child("mode"), s.Mode, v1alpha1.ModeMeasure, v1alpha1.ModeSimulate)
+	if s.MaxNodes != nil {
+		v.intIn(f.Child("maxNodes"), int64(*s.MaxNodes), 1, v1alpha1.MaxNodes)
 	}
-	if s.Duration.Duration < 100*time.Millisecond || s.Duration.Duration > time.Hour {
-		v.addf(f.Child("duration"), "%s is out of range: duration must be between 100ms and 1h", s.Duration.Duration)
-	}
+	v.durationIn(f.Child("duration"), &s.Duration, 100*time.Millisecond, time.Hour)
 	if s.Warmup != nil {
-		if s.Warmup.Duration < 0 || s.Warmup.Duration > 10*time.Minute {
-			v.addf(f.Child("warmup"), "%s is out of range: warmup must be between 0 and 10m", s.Warmup.Duration)
+		v.durationIn(f.Child("warmup"), s.Warmup, 0, 10*time.Minute)
+		if s.Warmup.Duration < 0 {
+			v.addf(f.Child("warmup"), "warmup must not be negative")
 		}
 		if s.Warmup.Duration >= s.Duration.Duration {
 			v.addf(f.Child("warmup"), "warmup must be shorter than duration")
 		}
 	}
-	if s.Repetitions < 1 || s.Repetitions > v1alpha1.MaxRepetitions {
-		v.addf(f.Child("repetitions"), "%d is out of range 1..%d", s.Repetitions, v1alpha1.MaxRepetitions)
-	}
-	if n := len(s.Variants); n < 1 || n > v1alpha1.MaxVariants {
-		v.addf(f.Child("variants"), "%d variants: list between 1 and %d", n, v1alpha1.MaxVariants)
-	}
+	v.intIn(f.Child("repetitions"), int64(s.Repetitions), 1, v1alpha1.MaxRepetitions)
+	v.itemsIn(f.Child("variants"), len(s.Variants), 1, v1alpha1.MaxVariants)
 	warm := time.Second
 	if s.Warmup != nil {
 		warm = s.Warmup.Duration
 	}
-	if total := (warm + s.Duration.Duration).Seconds() * float64(len(s.Variants)) * float64(s.RepetitionCount()); total > 86400 {
+	// Milliseconds of the sum, as the CEL rule computes it, so that the two
+	// agree to the last millisecond.
+	if total := (warm + s.Duration.Duration).Milliseconds() * int64(len(s.Variants)) * int64(s.RepetitionCount()); total > 86400000 {
 		v.addf(f, "(warmup + duration) × variants × repetitions must be at most 24h per node: shorten the duration or run fewer repetitions")
 	}
 	seen := map[string]bool{}
 	for i := range s.Variants {
 		vr := &s.Variants[i]
 		vf := f.Child("variants").Index(i)
-		if !dnsLabel.MatchString(vr.Name) || len(vr.Name) > 40 {
-			v.addf(vf.Child("name"), "%q must be a lower-case DNS label of at most 40 characters", vr.Name)
-		}
+		v.dnsLabelName(vf.Child("name"), vr.Name)
 		if seen[vr.Name] {
 			v.addf(vf.Child("name"), "variant names must be unique: %q is used twice", vr.Name)
 		}
@@ -132,11 +198,12 @@ func (v *validator) spec(s *v1alpha1.SchedExperimentSpec, f *field.Path) {
 	for i, o := range s.Objectives {
 		of := f.Child("objectives").Index(i)
 		if !slices.Contains(v1alpha1.MetricNames, string(o.Metric)) {
-			v.addf(of.Child("metric"), "%q is not a metric: use one of %s", o.Metric, strings.Join(v1alpha1.MetricNames, ", "))
+			v.errs = append(v.errs, field.NotSupported(of.Child("metric"), string(o.Metric), v1alpha1.MetricNames))
 		}
-		if o.Goal != v1alpha1.Minimize && o.Goal != v1alpha1.Maximize {
-			v.addf(of.Child("goal"), "%q: use Minimize or Maximize", o.Goal)
+		if o.Goal == "" {
+			v.errs = append(v.errs, field.Required(of.Child("goal"), "use Minimize or Maximize"))
 		}
+		oneOf(v, of.Child("goal"), o.Goal, v1alpha1.Minimize, v1alpha1.Maximize)
 		if !slices.ContainsFunc(s.Workload.Groups, func(g v1alpha1.Group) bool { return g.Name == o.Group }) {
 			v.addf(of.Child("group"), "every objective must name a group listed in workload.groups: %q is not one", o.Group)
 		}
@@ -155,28 +222,16 @@ func (v *validator) spec(s *v1alpha1.SchedExperimentSpec, f *field.Path) {
 }
 
 func (v *validator) knobs(f *field.Path, k *v1alpha1.Knobs) {
-	switch k.Autogroup {
-	case "", v1alpha1.AutogroupEnabled, v1alpha1.AutogroupDisabled:
-	default:
-		hint := ""
-		if k.Autogroup == "true" || k.Autogroup == "false" {
-			hint = " (YAML reads On/Off/Yes/No as booleans)"
-		}
-		v.addf(f.Child("autogroup"), "%q: use Enabled or Disabled%s", k.Autogroup, hint)
-	}
+	oneOf(v, f.Child("autogroup"), k.Autogroup, v1alpha1.AutogroupEnabled, v1alpha1.AutogroupDisabled)
 	v.durationIn(f.Child("baseSlice"), k.BaseSlice, 100*time.Microsecond, 100*time.Millisecond)
 	v.durationIn(f.Child("latency"), k.Latency, 100*time.Microsecond, time.Second)
 	v.durationIn(f.Child("minGranularity"), k.MinGranularity, 100*time.Microsecond, 100*time.Millisecond)
 	v.durationIn(f.Child("wakeupGranularity"), k.WakeupGranularity, 0, time.Second)
 	v.durationIn(f.Child("migrationCost"), k.MigrationCost, 0, 100*time.Millisecond)
-	if k.NrMigrate != nil && (*k.NrMigrate < 1 || *k.NrMigrate > 1024) {
-		v.addf(f.Child("nrMigrate"), "%d is out of range 1..1024", *k.NrMigrate)
+	if k.NrMigrate != nil {
+		v.intIn(f.Child("nrMigrate"), int64(*k.NrMigrate), 1, 1024)
 	}
-	switch k.TunableScaling {
-	case "", v1alpha1.ScalingNone, v1alpha1.ScalingLog, v1alpha1.ScalingLinear:
-	default:
-		v.addf(f.Child("tunableScaling"), "%q: use None, Log or Linear", k.TunableScaling)
-	}
+	oneOf(v, f.Child("tunableScaling"), k.TunableScaling, v1alpha1.ScalingNone, v1alpha1.ScalingLog, v1alpha1.ScalingLinear)
 	v.preempt(f.Child("preempt"), k.Preempt)
 	v.features(f.Child("features"), k.Features, 64)
 	if len(k.Sysctls) > len(v1alpha1.AllowedSysctls) {
@@ -194,11 +249,7 @@ func (v *validator) knobs(f *field.Path, k *v1alpha1.Knobs) {
 }
 
 func (v *validator) preempt(f *field.Path, p v1alpha1.PreemptModel) {
-	switch p {
-	case "", v1alpha1.PreemptNone, v1alpha1.PreemptVoluntary, v1alpha1.PreemptFull, v1alpha1.PreemptLazy:
-	default:
-		v.addf(f, "%q: use None, Voluntary, Full or Lazy", p)
-	}
+	oneOf(v, f, p, v1alpha1.PreemptNone, v1alpha1.PreemptVoluntary, v1alpha1.PreemptFull, v1alpha1.PreemptLazy)
 }
 
 func (v *validator) features(f *field.Path, m map[string]bool, max int) {
@@ -214,9 +265,7 @@ func (v *validator) features(f *field.Path, m map[string]bool, max int) {
 
 func (v *validator) workload(w *v1alpha1.Workload, f *field.Path) {
 	gf := f.Child("groups")
-	if n := len(w.Groups); n < 1 || n > v1alpha1.MaxGroups {
-		v.addf(gf, "%d groups: list between 1 and %d", n, v1alpha1.MaxGroups)
-	}
+	v.itemsIn(gf, len(w.Groups), 1, v1alpha1.MaxGroups)
 	if n := w.TotalTasks(); n > v1alpha1.MaxTotalTasks {
 		v.addf(gf, "the workload may have at most %d tasks in all (the sum of replicas × tasks over the groups); this one has %d", v1alpha1.MaxTotalTasks, n)
 	}
@@ -224,9 +273,7 @@ func (v *validator) workload(w *v1alpha1.Workload, f *field.Path) {
 	for i := range w.Groups {
 		g := &w.Groups[i]
 		f := gf.Index(i)
-		if !dnsLabel.MatchString(g.Name) || len(g.Name) > 40 {
-			v.addf(f.Child("name"), "%q must be a lower-case DNS label of at most 40 characters", g.Name)
-		}
+		v.dnsLabelName(f.Child("name"), g.Name)
 		if _, dup := index[g.Name]; dup {
 			v.addf(f.Child("name"), "group names must be unique: %q is used twice", g.Name)
 		} else {
@@ -267,36 +314,26 @@ func depth(w *v1alpha1.Workload, i int) int {
 }
 
 func (v *validator) group(f *field.Path, g *v1alpha1.Group) {
-	if g.Replicas < 1 || g.Replicas > v1alpha1.MaxTotalTasks {
-		v.addf(f.Child("replicas"), "%d is out of range 1..%d", g.Replicas, v1alpha1.MaxTotalTasks)
-	}
+	v.intIn(f.Child("replicas"), int64(g.Replicas), 1, v1alpha1.MaxTotalTasks)
 	tasks := g.TaskCount()
-	if tasks < 0 || tasks > v1alpha1.MaxTotalTasks {
-		v.addf(f.Child("tasks"), "%d is out of range 0..%d", tasks, v1alpha1.MaxTotalTasks)
-	}
-	if g.CPUWeight != nil && (*g.CPUWeight < 1 || *g.CPUWeight > 10000) {
-		v.addf(f.Child("cpuWeight"), "%d is out of range: cpuWeight is 1..10000 (cgroup v2 semantics, 100 is the default)", *g.CPUWeight)
+	v.intIn(f.Child("tasks"), int64(tasks), 0, v1alpha1.MaxTotalTasks)
+	if g.CPUWeight != nil {
+		v.intIn(f.Child("cpuWeight"), int64(*g.CPUWeight), 1, 10000)
 	}
 	if g.CPUMax != "" && !cpuQuantity.MatchString(g.CPUMax) {
 		v.addf(f.Child("cpuMax"), "%q: write a CPU quantity such as 500m or 1.5", g.CPUMax)
-	} else if g.CPUMax != "" && v1alpha1.CPUMaxCPUs(g.CPUMax) <= 0 {
-		v.addf(f.Child("cpuMax"), "%q: the limit must be above zero", g.CPUMax)
+	} else if c := v1alpha1.CPUMaxCPUs(g.CPUMax); g.CPUMax != "" && (c < 0.001 || c > 1024) {
+		v.addf(f.Child("cpuMax"), "%q: cpuMax must be between 1m and 1024 CPUs", g.CPUMax)
 	}
 	v.durationIn(f.Child("cpuMaxPeriod"), g.CPUMaxPeriod, time.Millisecond, time.Second)
-	if g.Nice != nil && (*g.Nice < -20 || *g.Nice > 19) {
-		v.addf(f.Child("nice"), "%d is out of range: nice is -20..19", *g.Nice)
+	if g.Nice != nil {
+		v.intIn(f.Child("nice"), int64(*g.Nice), -20, 19)
 	}
-	switch g.Policy {
-	case "", v1alpha1.PolicyOther, v1alpha1.PolicyBatch, v1alpha1.PolicyIdle:
-	default:
-		v.addf(f.Child("policy"), "%q: use Other, Batch or Idle", g.Policy)
-	}
+	oneOf(v, f.Child("policy"), g.Policy, v1alpha1.PolicyOther, v1alpha1.PolicyBatch, v1alpha1.PolicyIdle)
 	v.durationIn(f.Child("slice"), g.Slice, 100*time.Microsecond, 100*time.Millisecond)
 	v.durationIn(f.Child("timerSlack"), g.TimerSlack, 0, 100*time.Millisecond)
 	if g.Session != "" {
-		if !dnsLabel.MatchString(g.Session) || len(g.Session) > 40 {
-			v.addf(f.Child("session"), "%q must be a lower-case DNS label of at most 40 characters", g.Session)
-		}
+		v.dnsLabelName(f.Child("session"), g.Session)
 		if (g.CPUWeight != nil && *g.CPUWeight != 100) || g.CPUMax != "" || g.CPUIdle != nil {
 			v.addf(f, "session runs the group's tasks outside any cgroup, so cpuWeight, cpuMax and cpuIdle cannot apply: remove them or remove session")
 		}
@@ -343,7 +380,7 @@ func (v *validator) pattern(f *field.Path, p *v1alpha1.Pattern, tasks int32) {
 			v.addf(f, "a Burst pattern needs meanRun and meanSleep")
 		}
 	default:
-		v.addf(f.Child("type"), "%q: use Hog, Periodic, LatencyProbe, PingPong or Burst", p.Type)
+		v.errs = append(v.errs, field.NotSupported(f.Child("type"), string(p.Type), []string{"Hog", "Periodic", "LatencyProbe", "PingPong", "Burst"}))
 	}
 }
 
@@ -356,22 +393,16 @@ func (v *validator) simulation(s *v1alpha1.Simulation, f *field.Path) {
 	}
 	for i, n := range s.Nodes {
 		nf := f.Child("nodes").Index(i)
-		if n.CPUs < 1 || n.CPUs > 1024 {
-			v.addf(nf.Child("cpus"), "%d is out of range 1..1024", n.CPUs)
-		}
-		switch n.Scheduler {
-		case "", v1alpha1.SchedulerEEVDF, v1alpha1.SchedulerCFS:
-		default:
-			v.addf(nf.Child("scheduler"), "%q: use EEVDF or CFS", n.Scheduler)
-		}
+		v.intIn(nf.Child("cpus"), int64(n.CPUs), 1, 1024)
+		oneOf(v, nf.Child("scheduler"), n.Scheduler, v1alpha1.SchedulerEEVDF, v1alpha1.SchedulerCFS)
 		switch n.HZ {
 		case 0, 100, 250, 300, 1000:
 		default:
 			v.addf(nf.Child("hz"), "%d: use 100, 250, 300 or 1000", n.HZ)
 		}
 		v.preempt(nf.Child("preempt"), n.Preempt)
-		if n.Count != nil && (*n.Count < 1 || *n.Count > 100000) {
-			v.addf(nf.Child("count"), "%d is out of range 1..100000", *n.Count)
+		if n.Count != nil {
+			v.intIn(nf.Child("count"), int64(*n.Count), 1, 100000)
 		}
 	}
 	v.features(f.Child("features"), s.Features, 16)

@@ -24,6 +24,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/schedlab/schedlab/api"
 	"github.com/schedlab/schedlab/hack/localcluster/cluster"
 )
 

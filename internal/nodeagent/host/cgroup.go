@@ -77,7 +77,7 @@ func (c *Cgroups) RootProcs() string { return c.Mount + "/cgroup.procs" }
 // weight, bandwidth and idle setting, journalling each directory before it is
 // made. It returns the replicas in the order of the groups.
 func (c *Cgroups) Create(ch *Changes, runID string, groups []v1alpha1.Group) ([]Replica, error) {
-	if !dnsLabel.MatchString(runID) && !validRunID(runID) {
+	if !validRunID(runID) {
 		return nil, fmt.Errorf("run id %q: must be letters, digits, '-', '_' or '.'", runID)
 	}
 	top := c.Mount + "/" + CgroupParent

@@ -8,8 +8,10 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/schedlab/schedlab/api/v1alpha1"
+	"github.com/schedlab/schedlab/api/v1alpha1/validation"
 )
 
 // Setting is one knob and the value a variant wants it to have.
@@ -31,8 +33,8 @@ func (e *UnsupportedError) Error() string { return e.Reason }
 // is locked down (kernel lockdown forbids debugfs)". Plan changes nothing.
 // Settings come in catalogue order; features and sysctls sorted by name.
 func Plan(caps *v1alpha1.NodeCapabilities, k *v1alpha1.Knobs) ([]Setting, error) {
-	if errs := validateKnobs(k); len(errs) > 0 {
-		return nil, fmt.Errorf("invalid knobs: %s", strings.Join(errs, "; "))
+	if errs := validation.ValidateKnobs(k, field.NewPath("knobs")); len(errs) > 0 {
+		return nil, fmt.Errorf("invalid knobs: %v", errs.ToAggregate())
 	}
 	var out []Setting
 	var missing []string

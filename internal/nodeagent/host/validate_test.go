@@ -45,11 +45,11 @@ func TestValidate(t *testing.T) {
 		}, []string{`spec.variants[1].knobs.features: Invalid value: "../../etc": feature names are the kernel's upper-case names`}},
 		{"bad enum", func(s *v1alpha1.SchedExperimentSpec) {
 			s.Variants[1].Knobs.Autogroup = "Maybe"
-		}, []string{`spec.variants[1].knobs.autogroup: Invalid value: "Maybe": use Enabled or Disabled`}},
+		}, []string{`spec.variants[1].knobs.autogroup: Unsupported value: "Maybe": supported values: "Enabled", "Disabled"`}},
 		{"durations", func(s *v1alpha1.SchedExperimentSpec) {
 			s.Duration = metav1.Duration{Duration: 2 * time.Hour}
 			s.Variants[0].Knobs.BaseSlice = dur(time.Second)
-		}, []string{"spec.duration: Invalid value: 2h0m0s is out of range: duration must be between 100ms and 1h", "spec.variants[0].knobs.baseSlice: Invalid value: 1s is out of range: must be between 100µs and 100ms"}},
+		}, []string{`spec.duration: Invalid value: "2h0m0s": duration must be between 100ms and 1h`, `spec.variants[0].knobs.baseSlice: Invalid value: "1s": baseSlice must be between 100us and 100ms`}},
 		{"nesting too deep", func(s *v1alpha1.SchedExperimentSpec) {
 			s.Workload.Groups = []v1alpha1.Group{
 				{Name: "a", Tasks: ptr(int32(0))}, {Name: "b", Parent: "a", Tasks: ptr(int32(0))}, {Name: "c", Parent: "b", Tasks: ptr(int32(0))},

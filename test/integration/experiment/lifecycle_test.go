@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -147,6 +148,9 @@ func TestDaemonSetShape(t *testing.T) {
 	e := h.get(name)
 	if !metav1.IsControlledBy(ds, e) {
 		t.Errorf("DaemonSet not controlled by the experiment: %v", ds.OwnerReferences)
+	}
+	if ds.Spec.UpdateStrategy.Type != appsv1.OnDeleteDaemonSetStrategyType {
+		t.Errorf("update strategy %q, want OnDelete: a manager upgrade must not restart running agents", ds.Spec.UpdateStrategy.Type)
 	}
 	ps := ds.Spec.Template.Spec
 	if len(ps.Containers) != 1 {
