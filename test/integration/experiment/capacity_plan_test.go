@@ -22,7 +22,7 @@ import (
 // the same as `schedlab plan` computes with the same simulator options.
 func TestCapacityPlanSample(t *testing.T) {
 	h := newHarness(t, harnessOptions{})
-	path := filepath.Join("..", "..", "config", "samples", "capacity-plan.yaml")
+	path := filepath.Join("..", "..", "..", "config", "samples", "capacity-plan.yaml")
 	exp, err := experiment.Load(path)
 	if err != nil {
 		t.Fatal(err)
