@@ -7,6 +7,9 @@ type LatencySummary struct {
 	P50 float64 `json:"p50"`
 	// +optional
 	P90 float64 `json:"p90"`
+	// p95 is reported for request latency only.
+	// +optional
+	P95 float64 `json:"p95,omitempty"`
 	// +optional
 	P99 float64 `json:"p99"`
 	// +optional
@@ -61,6 +64,19 @@ type Metrics struct {
 	// to compare tails as distributions rather than by one percentile.
 	// +optional
 	LateFraction *LateFraction `json:"lateFraction,omitempty"`
+	// requestLatencyUs summarises a Server group's request latencies in
+	// microseconds: from a request's scheduled arrival to its completion
+	// (queueing, scheduling and service), with p95.
+	// +optional
+	RequestLatencyUs *LatencySummary `json:"requestLatencyUs,omitempty"`
+	// throughput is a Server group's completed requests per second, over
+	// all its replicas.
+	// +optional
+	Throughput *float64 `json:"throughput,omitempty"`
+	// dropped is a Server group's requests per second that found the queue
+	// full and were refused, over all its replicas.
+	// +optional
+	Dropped *float64 `json:"dropped,omitempty"`
 }
 
 // LateFraction is the fraction of wake-ups later than 100us, 1ms and 10ms.

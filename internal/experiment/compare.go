@@ -123,6 +123,9 @@ func relativeError(measured, predicted *v1alpha1.Metrics) v1alpha1.Metrics {
 	if out.WakeupLatencyUs != nil {
 		out.WakeupLatencyUs.Count = 0
 	}
+	if out.RequestLatencyUs != nil {
+		out.RequestLatencyUs.Count = 0
+	}
 	return out
 }
 

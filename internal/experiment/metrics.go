@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"math"
+	"strings"
 
 	"github.com/schedlab/schedlab/api/v1alpha1"
 )
@@ -14,6 +15,14 @@ var MetricNames = []string{
 	"ctxSwitchesPerSec.voluntary", "ctxSwitchesPerSec.involuntary",
 	"deadlineMissRatio", "opsPerSec",
 	"lateFraction.over100us", "lateFraction.over1ms", "lateFraction.over10ms",
+	"requestLatencyUs.p50", "requestLatencyUs.p90", "requestLatencyUs.p95", "requestLatencyUs.p99",
+	"requestLatencyUs.p999", "requestLatencyUs.max", "requestLatencyUs.mean",
+	"throughput", "dropped",
+}
+
+// IsServerMetric says whether a metric exists only for Server groups.
+func IsServerMetric(name string) bool {
+	return strings.HasPrefix(name, "requestLatencyUs.") || name == "throughput" || name == "dropped"
 }
 
 // MetricValue reads one named metric; ok is false where the metric does not
@@ -39,6 +48,16 @@ func MetricValue(m *v1alpha1.Metrics, name string) (float64, bool) {
 			return 0, false
 		}
 		return *m.OpsPerSec, true
+	case "throughput":
+		if m.Throughput == nil {
+			return 0, false
+		}
+		return *m.Throughput, true
+	case "dropped":
+		if m.Dropped == nil {
+			return 0, false
+		}
+		return *m.Dropped, true
 	case "ctxSwitchesPerSec.voluntary", "ctxSwitchesPerSec.involuntary":
 		if m.CtxSwitchesPerSec == nil {
 			return 0, false
@@ -60,9 +79,16 @@ func MetricValue(m *v1alpha1.Metrics, name string) (float64, bool) {
 		}
 		return f.Over10ms, true
 	}
-	// A summary is present only where the group had wake-ups; its Count
-	// is not checked, since a standard-deviation summary carries none.
+	// A summary is present only where the group had wake-ups (requests);
+	// its Count is not checked, since a standard-deviation summary carries
+	// none.
 	l := m.WakeupLatencyUs
+	if strings.HasPrefix(name, "requestLatencyUs.") {
+		l, name = m.RequestLatencyUs, "wakeupLatencyUs."+strings.TrimPrefix(name, "requestLatencyUs.")
+		if l != nil && name == "wakeupLatencyUs.p95" {
+			return l.P95, true
+		}
+	}
 	if l == nil {
 		return 0, false
 	}
@@ -109,6 +135,15 @@ func combine(samples []*v1alpha1.Metrics, f func(values []float64) float64) v1al
 		}
 		out.WakeupLatencyUs.Count = int64(math.Round(f(count)))
 	}
+	if out.RequestLatencyUs != nil {
+		var count []float64
+		for _, s := range samples {
+			if s != nil && s.RequestLatencyUs != nil {
+				count = append(count, float64(s.RequestLatencyUs.Count))
+			}
+		}
+		out.RequestLatencyUs.Count = int64(math.Round(f(count)))
+	}
 	return out
 }
 
@@ -124,6 +159,10 @@ func setMetric(m *v1alpha1.Metrics, name string, v float64) {
 		m.DeadlineMissRatio = &v
 	case "opsPerSec":
 		m.OpsPerSec = &v
+	case "throughput":
+		m.Throughput = &v
+	case "dropped":
+		m.Dropped = &v
 	case "ctxSwitchesPerSec.voluntary":
 		if m.CtxSwitchesPerSec == nil {
 			m.CtxSwitchesPerSec = &v1alpha1.ContextSwitches{}
@@ -147,10 +186,26 @@ func setMetric(m *v1alpha1.Metrics, name string, v float64) {
 			m.LateFraction.Over10ms = v
 		}
 	default:
+		if strings.HasPrefix(name, "requestLatencyUs.") {
+			if m.RequestLatencyUs == nil {
+				m.RequestLatencyUs = &v1alpha1.LatencySummary{}
+			}
+			if name == "requestLatencyUs.p95" {
+				m.RequestLatencyUs.P95 = v
+				return
+			}
+			setLatency(m.RequestLatencyUs, "wakeupLatencyUs."+strings.TrimPrefix(name, "requestLatencyUs."), v)
+			return
+		}
 		if m.WakeupLatencyUs == nil {
 			m.WakeupLatencyUs = &v1alpha1.LatencySummary{}
 		}
-		l := m.WakeupLatencyUs
+		setLatency(m.WakeupLatencyUs, name, v)
+	}
+}
+
+func setLatency(l *v1alpha1.LatencySummary, name string, v float64) {
+	{
 		switch name {
 		case "wakeupLatencyUs.p50":
 			l.P50 = v

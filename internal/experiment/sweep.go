@@ -73,6 +73,8 @@ func sweepParamName(p v1alpha1.SweepParameter) string {
 		return p.Group + ".tasks"
 	case v1alpha1.SweepCPUWeight:
 		return p.Group + ".cpuWeight"
+	case v1alpha1.SweepRate:
+		return p.Group + ".rate"
 	case v1alpha1.SweepCPUs:
 		return "cpus"
 	case v1alpha1.SweepNrMigrate:
@@ -139,7 +141,7 @@ func ApplySweepPoint(spec *v1alpha1.SchedExperimentSpec, shape v1alpha1.NodeShap
 		v := at[i]
 		p := a.Param
 		switch p.Target {
-		case v1alpha1.SweepReplicas, v1alpha1.SweepTasks, v1alpha1.SweepCPUWeight:
+		case v1alpha1.SweepReplicas, v1alpha1.SweepTasks, v1alpha1.SweepCPUWeight, v1alpha1.SweepRate:
 			setGroupParam(s, p, v)
 		case v1alpha1.SweepCPUs:
 			shape.CPUs = int32(v)
@@ -437,6 +439,11 @@ func setGroupParam(s *v1alpha1.SchedExperimentSpec, p v1alpha1.SweepParameter, v
 			g.Tasks = ptr(int32(v))
 		case v1alpha1.SweepCPUWeight:
 			g.CPUWeight = ptr(int32(v))
+		case v1alpha1.SweepRate:
+			if g.Pattern != nil {
+				g.Pattern = g.Pattern.DeepCopy()
+				g.Pattern.Rate = ptr(int32(v))
+			}
 		}
 	}
 }

@@ -15,6 +15,7 @@ var sweepBounds = map[v1alpha1.SweepTarget][2]int64{
 	v1alpha1.SweepReplicas:          {1, 512},
 	v1alpha1.SweepTasks:             {1, 512},
 	v1alpha1.SweepCPUWeight:         {1, 10000},
+	v1alpha1.SweepRate:              {1, v1alpha1.MaxServerRate},
 	v1alpha1.SweepCPUs:              {1, 1024},
 	v1alpha1.SweepNrMigrate:         {1, 1024},
 	v1alpha1.SweepBaseSlice:         {100, 100000},
@@ -41,7 +42,7 @@ func defaultSweep(s *v1alpha1.SchedExperimentSpec) {
 }
 
 func isGroupTarget(t v1alpha1.SweepTarget) bool {
-	return t == v1alpha1.SweepReplicas || t == v1alpha1.SweepTasks || t == v1alpha1.SweepCPUWeight
+	return t == v1alpha1.SweepReplicas || t == v1alpha1.SweepTasks || t == v1alpha1.SweepCPUWeight || t == v1alpha1.SweepRate
 }
 
 // sweep checks spec.sweep and spec.constraints as the CRD's schema and CEL
@@ -85,6 +86,9 @@ func (v *validator) sweep(s *v1alpha1.SchedExperimentSpec) {
 			}
 			if strings.HasPrefix(string(c.Metric), "wakeupLatencyUs.") && pt == v1alpha1.PatternHog {
 				v.addf(f+".metric", "a wakeupLatencyUs constraint needs a group that sleeps and wakes (not a Hog): %q never sleeps", c.Group)
+			}
+			if IsServerMetric(string(c.Metric)) && pt != v1alpha1.PatternServer {
+				v.addf(f+".metric", "requestLatencyUs, throughput and dropped apply to Server groups only: %q is %s", c.Group, pt)
 			}
 			if c.Metric == "deadlineMissRatio" && pt != v1alpha1.PatternPeriodic {
 				v.addf(f+".metric", "deadlineMissRatio applies to Periodic groups only: %q is %s", c.Group, pt)
@@ -147,7 +151,7 @@ func (v *validator) sweepParameter(f string, s *v1alpha1.SchedExperimentSpec, p 
 		return
 	}
 	if isGroupTarget(p.Target) != (p.Group != "") {
-		v.addf(f+".group", "Replicas, Tasks and CPUWeight need group (the workload group they change); other targets take no group")
+		v.addf(f+".group", "Replicas, Tasks, CPUWeight and Rate need group (the workload group they change); other targets take no group")
 	}
 	g := groups[p.Group]
 	if p.Group != "" && g == nil {
@@ -195,6 +199,9 @@ func (v *validator) sweepParameter(f string, s *v1alpha1.SchedExperimentSpec, p 
 	}
 	if p.Target == v1alpha1.SweepReplicas && (g.Session != "" || isParent[g.Name]) {
 		v.addf(f+".group", "%q is a session or a parent group, which has exactly one replica: sweep another group's replicas", g.Name)
+	}
+	if p.Target == v1alpha1.SweepRate && (g.Pattern == nil || g.Pattern.Type != v1alpha1.PatternServer) {
+		v.addf(f+".group", "a Rate sweep parameter's group must be a Server group: %q is not", g.Name)
 	}
 	if p.Target == v1alpha1.SweepCPUWeight && g.Session != "" {
 		v.addf(f+".group", "%q runs in a session outside any cgroup: it has no cpuWeight to sweep", g.Name)

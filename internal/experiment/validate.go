@@ -294,7 +294,7 @@ func (v *validator) group(f string, g *v1alpha1.Group) {
 	}
 	if g.Pattern == nil {
 		if tasks > 0 {
-			v.addf(f+".pattern", "a group with tasks needs a pattern (Hog, Periodic, LatencyProbe, PingPong or Burst)")
+			v.addf(f+".pattern", "a group with tasks needs a pattern (Hog, Periodic, LatencyProbe, PingPong, Burst or Server)")
 		}
 		return
 	}
@@ -327,8 +327,12 @@ func (v *validator) pattern(f string, p *v1alpha1.Pattern, tasks int32) {
 		if p.MeanRun == nil || p.MeanSleep == nil {
 			v.addf(f, "a Burst pattern needs meanRun and meanSleep")
 		}
+	case v1alpha1.PatternServer:
 	default:
-		v.addf(f+".type", "%q: use Hog, Periodic, LatencyProbe, PingPong or Burst", p.Type)
+		v.addf(f+".type", "%q: use Hog, Periodic, LatencyProbe, PingPong, Burst or Server", p.Type)
+	}
+	for _, e := range p.ServerErrors(tasks) {
+		v.addf(f+e.Field, "%s", e.Msg)
 	}
 }
 

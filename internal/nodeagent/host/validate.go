@@ -229,7 +229,7 @@ func validateWorkload(w *v1alpha1.Workload) []string {
 			}
 		}
 		if tasks > 0 && g.Pattern == nil {
-			add("%s: a group with tasks needs a pattern (Hog, Periodic, LatencyProbe, PingPong or Burst)", where)
+			add("%s: a group with tasks needs a pattern (Hog, Periodic, LatencyProbe, PingPong, Burst or Server)", where)
 		}
 		if g.Pattern != nil {
 			errs = append(errs, validatePattern(where, g.Pattern, tasks)...)
@@ -287,8 +287,12 @@ func validatePattern(where string, p *v1alpha1.Pattern, tasks int32) []string {
 		if p.MeanRun == nil || p.MeanSleep == nil {
 			add("a Burst pattern needs meanRun and meanSleep")
 		}
+	case v1alpha1.PatternServer:
 	default:
-		add("type %q must be Hog, Periodic, LatencyProbe, PingPong or Burst", p.Type)
+		add("type %q must be Hog, Periodic, LatencyProbe, PingPong, Burst or Server", p.Type)
+	}
+	for _, e := range p.ServerErrors(tasks) {
+		errs = append(errs, where+": pattern"+e.Field+": "+e.Msg)
 	}
 	return errs
 }
