@@ -155,7 +155,8 @@ type WindowResult struct {
 	// perturbed is set when, in every attempt, some group's workers broke
 	// their invariants (see WorkerInvariants): work threads that slept more
 	// than their pattern asks (beyond one switch per task per 10 s), or
-	// side threads that used more than 0.2% of a CPU. Such a window says as
+	// side threads that used more than 0.2% of a CPU or woke more than once
+	// per task per 10 s. Such a window says as
 	// much about the worker as about the scheduler; like a noisy one it is
 	// re-run first.
 	// +optional
