@@ -17,7 +17,7 @@ all: build
 manifests: ## Generate the CRDs and RBAC from the API markers, and copy the CRDs into the chart.
 	$(GO) tool controller-gen crd:allowDangerousTypes=true paths="./api/..." output:crd:artifacts:config=config/crd/bases
 	$(GO) tool controller-gen rbac:roleName=schedlab-manager paths="./controllers" output:rbac:artifacts:config=config/rbac
-	$(GO) tool controller-gen rbac:roleName=schedlab-agent paths="./controllers/agent" output:rbac:stdout > config/rbac/agent_role.yaml
+	$(GO) tool controller-gen rbac:roleName=schedlab-agent paths="./controllers/agent;./agent/..." output:rbac:stdout > config/rbac/agent_role.yaml
 	@if [ -d charts/schedlab ]; then mkdir -p charts/schedlab/crds && cp config/crd/bases/*.yaml charts/schedlab/crds/; fi
 
 .PHONY: generate

@@ -19,6 +19,7 @@ import (
 
 	"github.com/schedlab/schedlab/api/v1alpha1"
 	"github.com/schedlab/schedlab/controllers/names"
+	"github.com/schedlab/schedlab/internal/experiment"
 )
 
 // reasonReleased is the NodesLocked reason once the run is over and the
@@ -158,6 +159,7 @@ func (r *SchedExperimentReconciler) abortStaleGeneration(ctx context.Context, s 
 	s.status.Results = nil
 	s.status.ResultsGeneration = 0
 	s.status.BestVariant, s.status.BestVariantReason, s.status.PredictionError = "", "", ""
+	s.status.Recommendation = nil
 	s.status.StartTime, s.status.CompletionTime = nil, nil
 	s.status.Sweep = nil
 	s.status.Calibration = nil
@@ -479,6 +481,7 @@ func (r *SchedExperimentReconciler) complete(ctx context.Context, s *scope) erro
 	s.status.Results = an.Results
 	s.status.PredictionError = an.PredictionError
 	s.status.BestVariant, s.status.BestVariantReason = an.BestVariant, an.BestVariantReason
+	s.status.Recommendation = experiment.Recommend(&s.exp.Spec, an.Results, an.BestVariant, s.exp.Generation)
 	r.Metrics.observePredictionErrors(an.RelativeErrors)
 
 	msg := fmt.Sprintf("%d of %d nodes completed", len(ok), len(s.status.Nodes))

@@ -29,6 +29,9 @@ func runAgent(args []string) int {
 		experiment, node string
 		opts             nodeagent.Options
 		progress         time.Duration
+		profiles         bool
+		namespace        string
+		interval         time.Duration
 	)
 	config.RegisterFlags(fs)
 	fs.StringVar(&experiment, "experiment", "", "name of the SchedExperiment to serve (required)")
@@ -39,11 +42,17 @@ func runAgent(args []string) int {
 	fs.Float64Var(&opts.NoiseThreshold, "noise-threshold", 0, "CPUs used by anything but the workload above which a window is noisy and re-run (0: 5% of the CPUs, at least 0.1)")
 	fs.IntVar(&opts.MaxAttempts, "max-attempts", 3, "attempts per window while it is noisy")
 	fs.DurationVar(&opts.LockWait, "lock-wait", 2*time.Minute, "wait this long for another run holding this node (a local schedlab run, say) to finish, instead of failing at once")
+	fs.BoolVar(&profiles, "profiles", false, "run in profile mode: keep the SchedProfile that wins on this node applied, repair drift, restore when none applies (long-running)")
+	fs.StringVar(&namespace, "namespace", os.Getenv("POD_NAMESPACE"), "profile mode: the operator's namespace, where the node Leases are")
+	fs.DurationVar(&interval, "check-interval", 5*time.Second, "profile mode: how often the knobs are re-read for drift")
 	fs.DurationVar(&progress, "progress-interval", 5*time.Second, "least time between two progress writes to the NodeRun")
 	logCfg := textlogger.NewConfig()
 	logCfg.AddFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	if profiles {
+		return runProfileAgent(node, namespace, interval, opts, logCfg)
 	}
 	if experiment == "" || node == "" {
 		fmt.Fprintln(os.Stderr, "schedlab agent: --experiment and --node (or $NODE_NAME) are required")

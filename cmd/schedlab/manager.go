@@ -137,6 +137,16 @@ func runManager(args []string) int {
 		log.Error(err, "Setting up the SchedExperiment controller")
 		return 1
 	}
+	pr := &controllers.SchedProfileReconciler{
+		Client:   mgr.GetClient(),
+		Recorder: mgr.GetEventRecorder("schedlab-controller"),
+		Clock:    clock.RealClock{},
+		Config:   cfg,
+	}
+	if err := pr.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: 1}); err != nil {
+		log.Error(err, "Setting up the SchedProfile controller")
+		return 1
+	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		log.Error(err, "Adding the health check")
 		return 1

@@ -130,6 +130,7 @@ func run(ctx context.Context, stdout, stderr io.Writer, f *runFlags, log logr.Lo
 		predErr = experiment.Compare(results, preds)
 	}
 	rep := experiment.MeasuredReport(spec, shape, caps, results, predErr)
+	rep.Experiment = exp.Name
 	if f.out == "json" {
 		if err := rep.WriteJSON(stdout); err != nil {
 			return err
