@@ -80,6 +80,7 @@ type Agent struct {
 	lastDrift map[string]*metav1.Time
 	written   map[string]string // profile → last entry written (without lastCheck)
 	writtenAt map[string]time.Time
+	paused    bool
 }
 
 // New creates a profile agent whose cache holds every profile, its Node and
@@ -299,6 +300,14 @@ func (a *Agent) pass(ctx context.Context, log logr.Logger) error {
 				a.report(ctx, winner, &v1alpha1.ProfileNodeStatus{Node: a.opts.Node, Phase: v1alpha1.ProfileNodeFailed, Reason: err.Error()})
 			}
 			return err
+		}
+	}
+	if (res.Busy != "") != a.paused {
+		a.paused = res.Busy != ""
+		if a.paused {
+			log.Info("Paused: another run holds the node", "reason", res.Busy)
+		} else {
+			log.Info("Resumed: the node is free again")
 		}
 	}
 	if res.Busy == "" {

@@ -182,6 +182,7 @@ func testProfileLifecycle(t *testing.T, l *lab.Lab, boot string) {
 	if err := l.Client.Create(ctx, p); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = l.Client.Delete(context.Background(), p) })
 
 	// 1. Applied: the sysctl is 0, the node Applied, kstatus Current.
 	start := time.Now()
@@ -203,22 +204,34 @@ func testProfileLifecycle(t *testing.T, l *lab.Lab, boot string) {
 	out := command(t, nil, kubectl(), "--kubeconfig", l.Cluster.Kubeconfig, "get", "schedprofiles")
 	t.Logf("kubectl get schedprofiles:\n%s", out)
 
-	// 2. Drift: write 1 by hand; repaired within 30 s, counted, an Event.
-	if err := os.WriteFile(autogroupFile, []byte("1"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	wrote := time.Now()
+	// 2. Drift: write 1 by hand; repaired within 30 s, counted, an Event. Another schedlab run
+	// on this shared machine holding the node lock pauses the profile agent (as it must); then
+	// the attempt does not count and is made again, a few times.
 	var repairedIn time.Duration
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		if readAutogroup(t) == "0" {
-			repairedIn = time.Since(wrote)
-			return true, nil
+	for attempt := 1; ; attempt++ {
+		if err := os.WriteFile(autogroupFile, []byte("1"), 0o644); err != nil {
+			t.Fatal(err)
 		}
-		return false, nil
-	})
-	if err != nil {
-		t.Fatalf("a hand-written 1 was not set back to 0 within 30 s")
+		wrote := time.Now()
+		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+			if readAutogroup(t) == "0" {
+				repairedIn = time.Since(wrote)
+				return true, nil
+			}
+			return false, nil
+		})
+		if err == nil {
+			break
+		}
+		var cur v1alpha1.SchedProfile
+		_ = l.Client.Get(ctx, client.ObjectKey{Name: p.Name}, &cur)
+		e := nodeEntry(&cur, node)
+		if e == nil || e.Phase != v1alpha1.ProfileNodePaused || attempt == 4 {
+			t.Fatalf("a hand-written 1 was not set back to 0 within 30 s (attempt %d); node entry: %+v", attempt, e)
+		}
+		t.Logf("attempt %d: the profile agent was paused (%s); trying again", attempt, e.Reason)
 	}
+	err := error(nil)
 	t.Logf("drift repaired %s after the write", repairedIn.Round(10*time.Millisecond))
 	got = waitProfile(t, l, p.Name, 30*time.Second, "the drift counted in status", func(p *v1alpha1.SchedProfile) bool {
 		e := nodeEntry(p, node)
@@ -302,7 +315,19 @@ func testProfileLifecycle(t *testing.T, l *lab.Lab, boot string) {
 		e := nodeEntry(p, node)
 		return e != nil && e.Phase == v1alpha1.ProfileNodeApplied && kstatusOf(t, p) == status.CurrentStatus
 	})
-	deleteAndCheckGone(t, l, exp.Name)
+	if err := l.Client.Delete(ctx, done); err != nil {
+		t.Fatal(err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		var x v1alpha1.SchedExperiment
+		return apierrors.IsNotFound(l.Client.Get(ctx, client.ObjectKey{Name: exp.Name}, &x)) && len(nodeRuns(t, l, exp.Name)) == 0, nil
+	})
+	if err != nil {
+		t.Fatalf("the experiment on the profiled node was not released: %v", err)
+	}
+	if v := readAutogroup(t); v != "0" {
+		t.Fatalf("after deleting the experiment kernel.sched_autogroup_enabled is %s, want the profile's 0", v)
+	}
 
 	// 4. Delete: the original is back, the node leaves the status, the
 	// profile goes, and so does the DaemonSet.
@@ -353,6 +378,7 @@ func testFailingCanary(t *testing.T, l *lab.Lab, boot string) {
 	if err := l.Client.Create(ctx, p); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = l.Client.Delete(context.Background(), p) })
 	sawCanaryApplied := false
 	got := waitProfile(t, l, p.Name, 5*time.Minute, "the canary rolled back and the profile Stalled", func(p *v1alpha1.SchedProfile) bool {
 		if e := nodeEntry(p, node); e != nil && e.Phase == v1alpha1.ProfileNodeApplied && e.Generation == p.Generation {
@@ -362,9 +388,7 @@ func testFailingCanary(t *testing.T, l *lab.Lab, boot string) {
 		return meta.IsStatusConditionTrue(p.Status.Conditions, v1alpha1.ConditionStalled) && p.Status.ObservedGeneration == p.Generation &&
 			e != nil && e.Phase == v1alpha1.ProfileNodeRolledBack
 	})
-	if !sawCanaryApplied {
-		t.Errorf("the canary node was never seen Applied before the verification")
-	}
+	t.Logf("canary entry seen Applied by the poll: %v", sawCanaryApplied)
 	if ks := kstatusOf(t, got); ks != status.FailedStatus {
 		t.Errorf("kstatus %s, want Failed for a stalled profile", ks)
 	}
@@ -382,6 +406,20 @@ func testFailingCanary(t *testing.T, l *lab.Lab, boot string) {
 	}
 	if !metav1.IsControlledBy(&exp, got) {
 		t.Errorf("the verification experiment is not owned by the profile")
+	}
+	// The canary had the profile applied when the verification started: the
+	// verification's agent journalled the profile's 0 as the node's value.
+	vruns := nodeRuns(t, l, exp.Name)
+	if len(vruns) != 1 {
+		t.Fatalf("verification NodeRuns: %d, want 1", len(vruns))
+	}
+	for _, k := range vruns[0].Status.Knobs {
+		if k.Name == "autogroup" {
+			t.Logf("verification's restore record: autogroup original %q restored %q", k.Original, k.Restored)
+			if k.Original != "0" {
+				t.Errorf("the verification found autogroup %q on the canary, want the profile's 0 (applied before verifying)", k.Original)
+			}
+		}
 	}
 	b, _ := yaml.Marshal(exp.Spec.Variants)
 	t.Logf("verification %s variants:\n%s", exp.Name, b)
