@@ -279,6 +279,17 @@ func SimInput(spec *v1alpha1.SchedExperimentSpec, variant int, shape v1alpha1.No
 				MeanRunNs:   durNs(g.Pattern.MeanRun),
 				MeanSleepNs: durNs(g.Pattern.MeanSleep),
 			}
+			if p := g.Pattern; p.Type == v1alpha1.PatternServer && p.Rate != nil && p.Service != nil {
+				sp := &simengine.ServerPattern{RatePerSec: float64(*p.Rate), Arrivals: string(p.Arrivals),
+					Service: string(p.Service.Distribution), ServiceMeanNs: p.Service.Mean.Nanoseconds(), ServiceP99Ns: durNs(p.Service.P99)}
+				if p.Fanout != nil {
+					sp.Fanout = int(*p.Fanout)
+				}
+				if p.Queue != nil {
+					sp.Queue = int(*p.Queue)
+				}
+				sg.Pattern.Server = sp
+			}
 		} else {
 			sg.Pattern = simengine.Pattern{Type: simengine.PatternType(v1alpha1.PatternHog)}
 		}
@@ -368,6 +379,15 @@ func FromSim(m simengine.Metrics) v1alpha1.Metrics {
 	}
 	if m.OpsPerSec != nil {
 		out.OpsPerSec = ptr(*m.OpsPerSec)
+	}
+	if l := m.RequestLatencyUs; l != nil {
+		out.RequestLatencyUs = &v1alpha1.LatencySummary{P50: l.P50, P90: l.P90, P95: l.P95, P99: l.P99, P999: l.P999, Max: l.Max, Mean: l.Mean, Count: l.Count}
+	}
+	if m.Throughput != nil {
+		out.Throughput = ptr(*m.Throughput)
+	}
+	if m.Dropped != nil {
+		out.Dropped = ptr(*m.Dropped)
 	}
 	return out
 }
