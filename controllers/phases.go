@@ -268,17 +268,7 @@ func (r *SchedExperimentReconciler) distinctShapes(s *scope, nodes []string, run
 func (r *SchedExperimentReconciler) shapeOf(s *scope, node string, run *v1alpha1.NodeRun) (v1alpha1.NodeShape, bool) {
 	if run != nil && run.Status.ExperimentGeneration == s.exp.Generation {
 		if c := run.Status.Capabilities; c != nil && c.CPUs > 0 {
-			sh := r.Analyzer.ShapeForKernel(c.CPUs, c.KernelVersion)
-			if c.Scheduler != "" {
-				sh.Scheduler = c.Scheduler
-			}
-			if c.HZ != 0 {
-				sh.HZ = c.HZ
-			}
-			if c.Preempt != "" {
-				sh.Preempt = c.Preempt
-			}
-			return sh, true
+			return r.Analyzer.ShapeFromCapabilities(c), true
 		}
 	}
 	n := s.nodes[node]

@@ -33,6 +33,12 @@ type stubAnalyzer struct {
 	calls int
 }
 
+func (a *stubAnalyzer) ShapeFromCapabilities(c *v1alpha1.NodeCapabilities) v1alpha1.NodeShape {
+	sh := a.ShapeForKernel(c.CPUs, c.KernelVersion)
+	sh.HZ, sh.Preempt = c.HZ, c.Preempt
+	return sh
+}
+
 func (a *stubAnalyzer) ShapeForKernel(cpus int32, kernel string) v1alpha1.NodeShape {
 	fam := v1alpha1.SchedulerEEVDF
 	if strings.HasPrefix(kernel, "5.") {

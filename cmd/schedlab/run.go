@@ -159,13 +159,7 @@ func runPredictOptions(f *runFlags) (experiment.PredictOptions, error) {
 
 // localShapeFrom is the simulator's view of this machine.
 func localShapeFrom(c *v1alpha1.NodeCapabilities) v1alpha1.NodeShape {
-	s := experiment.ShapeForKernel(c.CPUs, c.KernelVersion)
-	switch c.HZ {
-	case 100, 250, 300, 1000:
-		s.HZ = c.HZ
-	}
-	s.Preempt = c.Preempt
-	return s
+	return experiment.ShapeFromCapabilities(c)
 }
 
 // unprivileged runs what needs no root: capabilities and predictions.

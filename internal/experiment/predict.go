@@ -150,6 +150,24 @@ func ShapeForKernel(cpus int32, kernelVersion string) v1alpha1.NodeShape {
 	return s
 }
 
+// ShapeFromCapabilities is the one translation of what an agent detected on
+// a node into the simulator's node shape: CPUs and the kernel's family, the
+// tick rate and the preemption model where known. The controller, the
+// analysis and `schedlab run` all use it, so a node's prediction is the same
+// whichever of them makes it.
+func ShapeFromCapabilities(c *v1alpha1.NodeCapabilities) v1alpha1.NodeShape {
+	s := ShapeForKernel(c.CPUs, c.KernelVersion)
+	if c.Scheduler != "" {
+		s.Scheduler = c.Scheduler
+	}
+	switch c.HZ {
+	case 100, 250, 300, 1000:
+		s.HZ = c.HZ
+	}
+	s.Preempt = c.Preempt
+	return s
+}
+
 // ShapeName names a shape, e.g. "8cpu-EEVDF".
 func ShapeName(n v1alpha1.NodeShape) string { return v1alpha1.ShapeName(n.CPUs, n.Scheduler) }
 
