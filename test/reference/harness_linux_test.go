@@ -661,7 +661,7 @@ func TestPingPongMatchesPerfPipe(t *testing.T) {
 	}
 	n := newNode(t)
 	l := n.layout([]v1alpha1.Group{{Name: "pp", Tasks: i32(2), CPUWeight: i32(100), Pattern: &v1alpha1.Pattern{Type: v1alpha1.PatternPingPong}}})
-	var ours, perfs []float64
+	var ours, perfs, noises []float64
 	for round := range *rounds {
 		p := v1alpha1.Pattern{Type: v1alpha1.PatternPingPong}
 		s, err := workload.Start(context.Background(), workload.Spec{WorkerBinary: selfBinary(t), Tasks: []workload.Task{
@@ -709,12 +709,17 @@ func TestPingPongMatchesPerfPipe(t *testing.T) {
 		}
 		perfNoise := max(0, (machineBusy(t)-b0).Seconds()/wall-1) // the pair keeps about one CPU busy
 		perfs = append(perfs, rate)
+		noises = append(noises, noise, perfNoise)
 		row("PingPong", "1 pair, 0 µs work", "perf bench sched pipe", round+1, "round trips/s", rate, perfNoise)
 	}
 	// The rate of a pair moves with where the kernel puts the two sides
 	// (perf's own rounds moved 25 % here): the median of ours must lie within
 	// 15 % of the range perf spanned over the same rounds.
 	med := func(x []float64) float64 { x = slices.Clone(x); slices.Sort(x); return x[len(x)/2] }
+	if slices.Max(noises) > quiet {
+		t.Logf("other processes used %.2f CPUs in some window (%v): rates not compared: %v vs perf %v", slices.Max(noises), noises, ours, perfs)
+		return
+	}
 	if a, lo, hi := med(ours), slices.Min(perfs), slices.Max(perfs); a < 0.85*lo || a > 1.15*hi {
 		t.Errorf("%.0f round trips/s vs perf bench sched pipe's %.0f..%.0f (rounds %v vs %v): more than 15%% outside", a, lo, hi, ours, perfs)
 	}
