@@ -59,7 +59,8 @@ test-e2e: k8s-bins build helm ## The end-to-end tests only: chart and kustomize 
 
 .PHONY: lab
 lab: k8s-bins build ## A local cluster with schedlab installed and its manager running until SIGTERM/Ctrl-C (then this machine is restored); the first line printed is the admin kubeconfig's path. Files in $(LAB_DIR).
-	$(GO) run ./hack/localcluster up --dir $(LAB_DIR) --install-schedlab
+	$(GO) build -o bin/localcluster ./hack/localcluster
+	exec bin/localcluster up --dir $(LAB_DIR) --install-schedlab
 
 .PHONY: demo
 demo: k8s-bins build ## Run a real experiment on this machine through a local cluster (Simulate mode without root); report in $(DEMO_REPORT_DIR).
