@@ -4,6 +4,8 @@ import (
 	"math"
 	"strings"
 
+	"gonum.org/v1/gonum/stat"
+
 	"github.com/schedlab/schedlab/api/v1alpha1"
 )
 
@@ -227,11 +229,7 @@ func mean(v []float64) float64 {
 	if len(v) == 0 {
 		return 0
 	}
-	s := 0.0
-	for _, x := range v {
-		s += x
-	}
-	return s / float64(len(v))
+	return stat.Mean(v, nil)
 }
 
 // stddev is the sample standard deviation (n−1); 0 for fewer than two.
@@ -239,10 +237,5 @@ func stddev(v []float64) float64 {
 	if len(v) < 2 {
 		return 0
 	}
-	m := mean(v)
-	s := 0.0
-	for _, x := range v {
-		s += (x - m) * (x - m)
-	}
-	return math.Sqrt(s / float64(len(v)-1))
+	return stat.StdDev(v, nil)
 }

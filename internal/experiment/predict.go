@@ -125,7 +125,7 @@ func summarizeReplicas(samples []*v1alpha1.Metrics) (mid, low, high v1alpha1.Met
 		if len(v) < 2 {
 			return 0
 		}
-		return tCritical95(len(v)-1) * stddev(v) / math.Sqrt(float64(len(v)))
+		return tCritical95(float64(len(v)-1)) * stddev(v) / math.Sqrt(float64(len(v)))
 	}
 	mid = combine(samples, mean)
 	low = combine(samples, func(v []float64) float64 { return max(0, mean(v)-half(v)) })
