@@ -5,12 +5,9 @@
 package experiment
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"os"
-
-	"sigs.k8s.io/yaml"
 
 	"github.com/schedlab/schedlab/api/v1alpha1"
 )
@@ -46,8 +43,9 @@ func load(path string, validate func(*v1alpha1.SchedExperimentSpec) error) (*v1a
 	return exp, nil
 }
 
-// Parse decodes one SchedExperiment from YAML or JSON (the first document of
-// a multi-document file that is a SchedExperiment), defaults and validates it.
+// Parse decodes one SchedExperiment from YAML or JSON (the SchedExperiment
+// document of a multi-document file), defaults and validates it. Errors name
+// the YAML path and line and say what to change.
 func Parse(data []byte) (*v1alpha1.SchedExperiment, error) {
 	return parse(data, Validate)
 }
@@ -57,44 +55,41 @@ func parse(data []byte, validate func(*v1alpha1.SchedExperimentSpec) error) (*v1
 	if err != nil {
 		return nil, err
 	}
-	var exp v1alpha1.SchedExperiment
-	if err := yaml.UnmarshalStrict(doc, &exp); err != nil {
-		return nil, fmt.Errorf("not a valid SchedExperiment: %w", err)
-	}
-	if exp.APIVersion != "" && exp.APIVersion != v1alpha1.GroupVersion.String() {
-		return nil, fmt.Errorf("apiVersion %q is not supported: use %s", exp.APIVersion, v1alpha1.GroupVersion)
+	exp, err := doc.decodeExperiment()
+	if err != nil {
+		return nil, err
 	}
 	Default(&exp.Spec)
 	if err := validate(&exp.Spec); err != nil {
 		return nil, err
 	}
-	return &exp, nil
+	return exp, nil
 }
 
-// pickDocument returns the first YAML document whose kind is SchedExperiment
-// (or the only document).
-func pickDocument(data []byte) ([]byte, error) {
-	docs := bytes.Split(append([]byte("\n"), data...), []byte("\n---"))
-	var candidates [][]byte
-	for _, d := range docs {
-		if len(bytes.TrimSpace(d)) == 0 {
-			continue
-		}
-		candidates = append(candidates, d)
+// pickDocument returns the only document, or the one SchedExperiment among
+// several.
+func pickDocument(data []byte) (*manifestDoc, error) {
+	docs, err := splitDocuments(data)
+	if err != nil {
+		return nil, err
 	}
-	if len(candidates) == 0 {
+	switch len(docs) {
+	case 0:
 		return nil, fmt.Errorf("the file is empty: expected a SchedExperiment manifest")
+	case 1:
+		return &docs[0], nil
 	}
-	if len(candidates) == 1 {
-		return candidates[0], nil
-	}
-	for _, d := range candidates {
-		var meta struct {
-			Kind string `json:"kind"`
-		}
-		if err := yaml.Unmarshal(d, &meta); err == nil && meta.Kind == "SchedExperiment" {
-			return d, nil
+	var found []int
+	for i := range docs {
+		if kind, _ := docs[i].field("kind"); kind == "SchedExperiment" {
+			found = append(found, i)
 		}
 	}
-	return nil, fmt.Errorf("no document of kind SchedExperiment among %d documents", len(candidates))
+	switch len(found) {
+	case 0:
+		return nil, fmt.Errorf("no document of kind SchedExperiment among %d documents", len(docs))
+	case 1:
+		return &docs[found[0]], nil
+	}
+	return nil, fmt.Errorf("%d SchedExperiments in one file (documents starting at lines %d and %d): give one per file", len(found), docs[found[0]].firstLine, docs[found[1]].firstLine)
 }
