@@ -3,21 +3,28 @@ package v1alpha1
 // LatencySummary summarises wakeup latencies in microseconds: from the moment
 // a task should run (timer expiry, its partner's wake-up) to the moment it runs.
 type LatencySummary struct {
+	// p50 is the median wakeup latency, µs.
 	// +optional
 	P50 float64 `json:"p50"`
+	// p90 is the 90th percentile, µs.
 	// +optional
 	P90 float64 `json:"p90"`
 	// p95 is reported for request latency only.
 	// +optional
 	P95 float64 `json:"p95,omitempty"`
+	// p99 is the 99th percentile, µs.
 	// +optional
 	P99 float64 `json:"p99"`
+	// p999 is the 99.9th percentile, µs.
 	// +optional
 	P999 float64 `json:"p999"`
+	// max is the largest wakeup latency seen, µs.
 	// +optional
 	Max float64 `json:"max"`
+	// mean is the mean wakeup latency, µs.
 	// +optional
 	Mean float64 `json:"mean"`
+	// count is the number of wake-ups measured.
 	// +optional
 	Count int64 `json:"count"`
 }
