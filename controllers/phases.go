@@ -472,7 +472,6 @@ func (r *SchedExperimentReconciler) complete(ctx context.Context, s *scope) erro
 	s.status.PredictionError = an.PredictionError
 	s.status.BestVariant, s.status.BestVariantReason = an.BestVariant, an.BestVariantReason
 	s.status.Recommendation = experiment.Recommend(&s.exp.Spec, an.Results, an.BestVariant, s.exp.Generation)
-	r.Metrics.observePredictionErrors(an.RelativeErrors)
 
 	msg := fmt.Sprintf("%d of %d nodes completed", len(ok), len(s.status.Nodes))
 	if an.BestVariant != "" {

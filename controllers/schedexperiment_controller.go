@@ -175,7 +175,7 @@ func (r *SchedExperimentReconciler) Reconcile(ctx context.Context, req reconcile
 	if werr := r.writeStatus(ctx, s); werr != nil {
 		return reconcile.Result{}, errors.Join(err, ignoreConflict(werr))
 	}
-	r.Metrics.observe(exp.Name, s.status)
+	r.Metrics.observe(exp, s.status, s.runs)
 	r.emit(s)
 	if err != nil {
 		return reconcile.Result{}, err
