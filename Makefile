@@ -5,6 +5,8 @@ SHELL := /usr/bin/env bash -o pipefail
 GO ?= go
 BIN := bin
 IMG ?= schedlab:dev
+# The commit `schedlab --version` names when the build has no VCS stamp.
+COMMIT ?= $(shell c=$$(git rev-parse --short=12 HEAD 2>/dev/null) && { git diff --quiet HEAD -- 2>/dev/null || c=$$c-dirty; echo $$c; })
 KUBEBUILDER_ASSETS ?= $(CURDIR)/bin/k8s
 export KUBEBUILDER_ASSETS
 
@@ -45,7 +47,7 @@ verify: manifests generate ## Fail if generated files are stale.
 
 .PHONY: build
 build: ## Build the schedlab binary into bin/.
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags="-s -w" -o $(BIN)/schedlab ./cmd/schedlab
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags="-s -w -X main.commit=$(COMMIT)" -o $(BIN)/schedlab ./cmd/schedlab
 
 ##@ Test
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"os/signal"
 	"syscall"
 	"time"
@@ -23,17 +22,15 @@ import (
 // mode of the node agent. SIGTERM stops it and leaves the node as it is
 // (the next agent adopts the journal); restoring is for when no profile
 // applies any more.
-func runProfileAgent(node, namespace string, interval time.Duration, opts nodeagent.Options, logCfg *textlogger.Config) int {
+func runProfileAgent(ctx context.Context, node, namespace string, interval time.Duration, opts nodeagent.Options, logCfg *textlogger.Config) error {
 	if node == "" || namespace == "" {
-		fmt.Fprintln(os.Stderr, "schedlab agent --profiles: --node (or $NODE_NAME) and --namespace (or $POD_NAMESPACE) are required")
-		return 2
+		return usagef("--profiles needs --node (or $NODE_NAME) and --namespace (or $POD_NAMESPACE)")
 	}
 	logger := textlogger.NewLogger(logCfg)
 	ctrl.SetLogger(logger)
 	restCfg, err := config.GetConfig()
 	if err != nil {
-		logger.Error(err, "Finding the cluster")
-		return 1
+		return fmt.Errorf("finding the cluster: %w", err)
 	}
 	a, err := profile.New(restCfg, controllers.NewScheme(), profile.Options{
 		Node:      node,
@@ -43,15 +40,13 @@ func runProfileAgent(node, namespace string, interval time.Duration, opts nodeag
 		Log:       logger.WithName("profile-agent"),
 	})
 	if err != nil {
-		logger.Error(err, "Creating the profile agent")
-		return 1
+		return fmt.Errorf("creating the profile agent: %w", err)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	logger.Info("Starting profile agent", "node", node, "namespace", namespace, "stateDir", opts.StateDir, "interval", interval)
 	if err := a.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
-		logger.Error(err, "Profile agent failed")
-		return 1
+		return fmt.Errorf("profile agent failed: %w", err)
 	}
-	return 0
+	return nil
 }

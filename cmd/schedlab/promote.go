@@ -3,112 +3,80 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/config"
-	"sigs.k8s.io/yaml"
 
 	"github.com/schedlab/schedlab/api/v1alpha1"
-	"github.com/schedlab/schedlab/controllers"
 	"github.com/schedlab/schedlab/internal/experiment"
 	"github.com/schedlab/schedlab/internal/promote"
 )
 
-func init() {
-	register(command{name: "promote", summary: "print a SchedProfile manifest of a completed experiment's winning variant", run: runPromote})
-}
+func init() { register("promote", newPromoteCmd) }
 
-func runPromote(args []string) int {
-	fs := flag.NewFlagSet("schedlab promote", flag.ContinueOnError)
-	config.RegisterFlags(fs)
+func newPromoteCmd() *cobra.Command {
 	var o promote.Options
-	fs.StringVar(&o.Variant, "variant", "", "variant to promote (default: the experiment's best variant)")
-	fs.StringVar(&o.Name, "name", "", "name of the SchedProfile (default: EXPERIMENT-VARIANT)")
-	fs.BoolVar(&o.Force, "force", false, "promote a variant that was not significantly better")
-	output := fs.String("o", "yaml", "output format: yaml or json")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage: schedlab promote EXPERIMENT|REPORT.json [flags]\n\nPrints a SchedProfile manifest for the winning variant of a completed SchedExperiment (from the cluster), or of a local run (the report.json of schedlab run --report).\n\nFlags:")
-		fs.PrintDefaults()
+	out := outputYAML
+	kube := newClusterFlags()
+	cmd := &cobra.Command{
+		Use:   "promote EXPERIMENT|REPORT.json",
+		Short: "print a SchedProfile manifest of a completed experiment's winning variant",
+		Long: `Prints a SchedProfile manifest for the winning variant of a completed SchedExperiment (from
+the cluster), or of a local run (the report.json that schedlab run --output-dir writes).`,
+		Example: `  schedlab promote group-fairness | kubectl apply -f -
+  schedlab promote out/report.json --variant autogroup-off -o json`,
+		Args: exactArgs(1, "the experiment's NAME or a report.json"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if out == outputTable {
+				return usagef("-o table: a SchedProfile manifest is printed as yaml or json")
+			}
+			src, err := promoteSource(cmd.Context(), kube, args[0])
+			if err != nil {
+				return err
+			}
+			p, err := promote.Profile(src, o)
+			if err != nil {
+				return err
+			}
+			return printStructured(cmd.OutOrStdout(), out, promote.Manifest(p))
+		},
+		ValidArgsFunction: kube.completeExperiments,
 	}
-	var name string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return 2
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		if name != "" {
-			fmt.Fprintln(os.Stderr, "schedlab promote: one experiment only")
-			return 2
-		}
-		name, args = fs.Arg(0), fs.Args()[1:]
-	}
-	if name == "" {
-		fs.Usage()
-		return 2
-	}
-	if *output != "yaml" && *output != "json" {
-		fmt.Fprintf(os.Stderr, "schedlab promote: -o %q: use yaml or json\n", *output)
-		return 2
-	}
-	src, err := promoteSource(name)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "schedlab promote:", err)
-		return 1
-	}
-	p, err := promote.Profile(src, o)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "schedlab promote:", err)
-		return 1
-	}
-	var b []byte
-	if *output == "json" {
-		b, err = json.MarshalIndent(promote.Manifest(p), "", "  ")
-		b = append(b, '\n')
-	} else {
-		b, err = yaml.Marshal(promote.Manifest(p))
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "schedlab promote:", err)
-		return 1
-	}
-	_, _ = os.Stdout.Write(b)
-	return 0
+	kube.register(cmd)
+	cmd.Flags().VarP(&out, "output", "o", "output format of the manifest: yaml or json")
+	cmd.Flags().StringVar(&o.Variant, "variant", "", "variant to promote (default: the experiment's best variant)")
+	cmd.Flags().StringVar(&o.Name, "name", "", "name of the SchedProfile (default: EXPERIMENT-VARIANT)")
+	cmd.Flags().BoolVar(&o.Force, "force", false, "promote a variant that was not significantly better")
+	return cmd
 }
 
 // promoteSource reads a report.json when name is a file ending in .json,
 // else the SchedExperiment of that name from the cluster.
-func promoteSource(name string) (*promote.Source, error) {
+func promoteSource(ctx context.Context, kube *clusterFlags, name string) (*promote.Source, error) {
 	if strings.HasSuffix(name, ".json") {
 		b, err := os.ReadFile(name)
 		if err != nil {
-			return nil, err
+			return nil, invalidInput(err)
 		}
 		var r experiment.Report
 		if err := json.Unmarshal(b, &r); err != nil {
-			return nil, fmt.Errorf("%s: not a schedlab run report: %w", name, err)
+			return nil, invalidInput(fmt.Errorf("%s: not a schedlab run report: %w", name, err))
 		}
 		return promote.FromReport(&r)
 	}
-	cfg, err := config.GetConfig()
-	if err != nil {
-		return nil, fmt.Errorf("finding the cluster: %w", err)
-	}
-	c, err := client.New(cfg, client.Options{Scheme: controllers.NewScheme()})
+	c, err := kube.client()
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	var exp v1alpha1.SchedExperiment
 	if err := c.Get(ctx, client.ObjectKey{Name: name}, &exp); err != nil {
-		return nil, err
+		return nil, notFound(fmt.Errorf("SchedExperiment %s: %w", name, err))
 	}
 	return promote.FromExperiment(&exp)
 }

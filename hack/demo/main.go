@@ -152,8 +152,8 @@ func run(samplePath, reportDir string, timeout time.Duration, verbose bool) (err
 	if err != nil {
 		return err
 	}
-	step("schedlab report %s --report %s", exp.Name, reportDir)
-	cmd := exec.CommandContext(ctx, filepath.Join(root, "bin", "schedlab"), "report", exp.Name, "--kubeconfig", l.Cluster.Kubeconfig, "--report", reportDir)
+	step("schedlab report %s --output-dir %s", exp.Name, reportDir)
+	cmd := exec.CommandContext(ctx, filepath.Join(root, "bin", "schedlab"), "report", exp.Name, "--kubeconfig", l.Cluster.Kubeconfig, "--output-dir", reportDir)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("schedlab report: %w", err)

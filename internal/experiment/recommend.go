@@ -61,7 +61,7 @@ func welch95(ma, sa float64, na int, mb, sb float64, nb int) (lo, hi float64, ok
 		d := (va + vb) * (va + vb) / (va*va/float64(na-1) + vb*vb/float64(nb-1))
 		df = max(1, int(math.Floor(d)))
 	}
-	half := tCritical95(df) * se
+	half := tCritical95(float64(df)) * se
 	d := ma - mb
 	return d - half, d + half, true
 }
