@@ -88,10 +88,13 @@ type Metrics struct {
 
 // LateFraction is the fraction of wake-ups later than 100us, 1ms and 10ms.
 type LateFraction struct {
+	// over100us is the fraction of wake-ups later than 100 µs.
 	// +optional
 	Over100us float64 `json:"over100us"`
+	// over1ms is the fraction of wake-ups later than 1 ms.
 	// +optional
 	Over1ms float64 `json:"over1ms"`
+	// over10ms is the fraction of wake-ups later than 10 ms.
 	// +optional
 	Over10ms float64 `json:"over10ms"`
 }

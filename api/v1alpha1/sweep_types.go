@@ -236,6 +236,7 @@ type SweepPoint struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=24
 	Low []float64 `json:"low,omitempty"`
+	// high is the upper bound of each value's 95% interval (see low).
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=24
