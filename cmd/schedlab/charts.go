@@ -426,7 +426,10 @@ func latencyPercentileChart(rep *experiment.Report, group string) *plot.Plot {
 	p.NominalX(labels...)
 	p.X.Min, p.X.Max = -0.5, float64(len(labels))-0.5
 	p.Y.Min, p.Y.Max = ymin/1.5, ymax*3
-	p.Legend.Top, p.Legend.Left = true, true
+	// Bottom right: the low latencies of the highest percentile are rare,
+	// and at the top the legend would run into the title.
+	p.Legend.Top, p.Legend.Left = false, false
+	p.Legend.XOffs, p.Legend.YOffs = -vg.Points(10), vg.Points(10)
 	return p
 }
 
