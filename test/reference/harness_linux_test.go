@@ -789,8 +789,12 @@ func TestPeriodicAndBurstFollowTheirSpec(t *testing.T) {
 		if want := float64(run.Nanoseconds()) + wake; math.Abs(perPeriod-want) > tol*float64(run.Nanoseconds()) {
 			t.Errorf("round %d: Periodic used %.1f µs per period, want %.1f µs (run + one wake-up) ± %.0f%% of run (%.2f CPUs of noise)", round+1, perPeriod/1e3, want/1e3, 100*tol, noise)
 		}
-		if noise < quiet && math.Abs(frameCPU-0.1) > 0.002 {
-			t.Errorf("round %d: Periodic 4ms/40ms used %.4f CPUs on a quiet machine (%.2f CPUs of noise), want 0.100 ± 2%%", round+1, frameCPU, noise)
+		// The kernel charges the wake-up to the task as well (43-79 µs per
+		// period measured here, 1-2 % of the run): 0.1021 CPUs was seen on a
+		// quiet machine, so the cgroup's CPU is (run + one measured wake-up)
+		// per period, within 2 % of run/period.
+		if wantCPU := (float64(run.Nanoseconds()) + wake) / float64(period.Nanoseconds()); noise < quiet && math.Abs(frameCPU-wantCPU) > 0.002 {
+			t.Errorf("round %d: Periodic 4ms/40ms used %.4f CPUs on a quiet machine (%.2f CPUs of noise), want %.4f (run + one wake-up per 40 ms) ± 0.002", round+1, frameCPU, noise, wantCPU)
 		}
 		// The mean of n exponential draws has a relative spread of 1/√n:
 		// 5 %, or three spreads when the window holds fewer than 3600 bursts.
