@@ -780,9 +780,13 @@ func TestPeriodicAndBurstFollowTheirSpec(t *testing.T) {
 		row("Burst", "2 ms run / 6 ms sleep", "schedlab Burst", round+1, "CPU µs per burst", perBurst/1e3, fmt.Sprintf("%d bursts, %.1f/s", b.Ops, float64(b.Ops)/w.Duration.Seconds()))
 		// Under load the run is also preempted, and every switch out and
 		// back costs CPU too (4170 and 4379 µs per period were seen with
-		// 1.7 CPUs of other load): 2 % on a quiet machine; on a busy one
+		// 1.7 CPUs of other load): 8 % on a quiet machine; on a busy one
 		// only a run that is not CPU time or not once per period fails.
-		tol := 0.02
+		// 4242 µs per period and 0.1074 CPUs were seen once with only 0.03
+		// CPUs of other load (the Burst group of the same window preempts the
+		// run): 8 % of the run then, which still fails a worker that counts
+		// wall time or spends the old runtime's 10-19 % beside its run.
+		tol := 0.08
 		if noise >= quiet {
 			tol = 0.25
 		}
@@ -792,9 +796,9 @@ func TestPeriodicAndBurstFollowTheirSpec(t *testing.T) {
 		// The kernel charges the wake-up to the task as well (43-79 µs per
 		// period measured here, 1-2 % of the run): 0.1021 CPUs was seen on a
 		// quiet machine, so the cgroup's CPU is (run + one measured wake-up)
-		// per period, within 2 % of run/period.
-		if wantCPU := (float64(run.Nanoseconds()) + wake) / float64(period.Nanoseconds()); noise < quiet && math.Abs(frameCPU-wantCPU) > 0.002 {
-			t.Errorf("round %d: Periodic 4ms/40ms used %.4f CPUs on a quiet machine (%.2f CPUs of noise), want %.4f (run + one wake-up per 40 ms) ± 0.002", round+1, frameCPU, noise, wantCPU)
+		// per period, within the tolerance below of run/period.
+		if wantCPU := (float64(run.Nanoseconds()) + wake) / float64(period.Nanoseconds()); noise < quiet && math.Abs(frameCPU-wantCPU) > tol*0.1 {
+			t.Errorf("round %d: Periodic 4ms/40ms used %.4f CPUs on a quiet machine (%.2f CPUs of noise), want %.4f (run + one wake-up per 40 ms) ± %.4f", round+1, frameCPU, noise, wantCPU, tol*0.1)
 		}
 		// The mean of n exponential draws has a relative spread of 1/√n:
 		// 5 %, or three spreads when the window holds fewer than 3600 bursts.
