@@ -5,6 +5,8 @@ SHELL := /usr/bin/env bash -o pipefail
 GO ?= go
 BIN := bin
 IMG ?= schedlab:dev
+# The commit `schedlab --version` names when the build has no VCS stamp.
+COMMIT ?= $(shell c=$$(git rev-parse --short=12 HEAD 2>/dev/null) && { git diff --quiet HEAD -- 2>/dev/null || c=$$c-dirty; echo $$c; })
 KUBEBUILDER_ASSETS ?= $(CURDIR)/bin/k8s
 export KUBEBUILDER_ASSETS
 
@@ -17,7 +19,7 @@ all: build
 manifests: ## Generate the CRDs and RBAC from the API markers, and copy the CRDs into the chart.
 	$(GO) tool controller-gen crd:allowDangerousTypes=true paths="./api/..." output:crd:artifacts:config=config/crd/bases
 	$(GO) tool controller-gen rbac:roleName=schedlab-manager paths="./controllers" output:rbac:artifacts:config=config/rbac
-	$(GO) tool controller-gen rbac:roleName=schedlab-agent paths="./agent" output:rbac:stdout > config/rbac/agent_role.yaml
+	$(GO) tool controller-gen rbac:roleName=schedlab-agent paths="./agent/..." output:rbac:stdout > config/rbac/agent_role.yaml
 	@if [ -d charts/schedlab ]; then mkdir -p charts/schedlab/crds && cp config/crd/bases/*.yaml charts/schedlab/crds/; fi
 
 .PHONY: generate
@@ -45,7 +47,7 @@ verify: manifests generate ## Fail if generated files are stale.
 
 .PHONY: build
 build: ## Build the schedlab binary into bin/.
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags="-s -w" -o $(BIN)/schedlab ./cmd/schedlab
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags="-s -w -X main.commit=$(COMMIT)" -o $(BIN)/schedlab ./cmd/schedlab
 
 ##@ Test
 

@@ -277,6 +277,12 @@ func (a *Agent) runGeneration(ctx context.Context, log logr.Logger, gen int64, s
 	for {
 		select {
 		case res := <-done:
+			// The run's context is a child of ctx: on SIGTERM the runner may
+			// return before this loop has seen ctx.Done (select picks among
+			// ready cases at random), and that is still a stop, not a failure.
+			if stopReason == "" && ctx.Err() != nil {
+				stopReason = "the agent was told to stop (SIGTERM)"
+			}
 			return a.finish(ctx, log, &st, res.st, res.err, stopReason)
 		case <-ctxDone:
 			ctxDone = nil

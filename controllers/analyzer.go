@@ -15,6 +15,9 @@ type Analyzer interface {
 	// ShapeForKernel is the simulator's shape of a node with cpus CPUs
 	// running kernelVersion.
 	ShapeForKernel(cpus int32, kernelVersion string) v1alpha1.NodeShape
+	// ShapeFromCapabilities is the simulator's shape of a node as its
+	// agent detected it.
+	ShapeFromCapabilities(c *v1alpha1.NodeCapabilities) v1alpha1.NodeShape
 	// Analyze predicts for the shapes and, when runs are given, aggregates
 	// their measurements and compares them with the predictions. With no
 	// runs (mode Simulate) the results carry predictions only.

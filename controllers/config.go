@@ -24,6 +24,15 @@ type Config struct {
 	// AgentTolerations go on the agent pods, and a node tainted with a taint
 	// they tolerate may be selected.
 	AgentTolerations []corev1.Toleration
+	// AgentNodeSelector restricts the nodes agents may run on: a node without
+	// these labels is not selected for an experiment.
+	AgentNodeSelector map[string]string
+	// AgentResources of the agent container (default: requests of 10m CPU
+	// and 64Mi). The workload runs in cgroups of its own, outside them.
+	AgentResources *corev1.ResourceRequirements
+	// AgentImagePullSecrets names Secrets in Namespace to pull the agent
+	// image with.
+	AgentImagePullSecrets []string
 	// StateDir is the host directory of the agent's journal.
 	StateDir string
 	// DeadlineMargin is added to (warmup + duration) × variants × repetitions

@@ -80,6 +80,19 @@ func (r *SchedExperimentReconciler) daemonSetFor(s *scope) (*appsv1.DaemonSet, e
 	for k, v := range selector {
 		labels[k] = v
 	}
+	// The workload runs in cgroups of its own, outside the container's:
+	// the request is the agent's alone.
+	resources := corev1.ResourceRequirements{Requests: corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse("10m"),
+		corev1.ResourceMemory: resource.MustParse("64Mi"),
+	}}
+	if cfg.AgentResources != nil {
+		resources = *cfg.AgentResources.DeepCopy()
+	}
+	var pullSecrets []corev1.LocalObjectReference
+	for _, n := range cfg.AgentImagePullSecrets {
+		pullSecrets = append(pullSecrets, corev1.LocalObjectReference{Name: n})
+	}
 	hostPathDir := corev1.HostPathDirectory
 	stateType := corev1.HostPathDirectoryOrCreate
 	propagation := corev1.MountPropagationHostToContainer
@@ -90,6 +103,8 @@ func (r *SchedExperimentReconciler) daemonSetFor(s *scope) (*appsv1.DaemonSet, e
 			HostPID:                       true,
 			PriorityClassName:             cfg.AgentPriorityClass,
 			Tolerations:                   cfg.AgentTolerations,
+			NodeSelector:                  cfg.AgentNodeSelector,
+			ImagePullSecrets:              pullSecrets,
 			TerminationGracePeriodSeconds: ptr.To[int64](120),
 			AutomountServiceAccountToken:  ptr.To(true),
 			Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
@@ -107,12 +122,7 @@ func (r *SchedExperimentReconciler) daemonSetFor(s *scope) (*appsv1.DaemonSet, e
 					{Name: "NODE_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}},
 					{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
 				},
-				// The workload runs in cgroups of its own, outside the
-				// container's: the request is the agent's alone.
-				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-					corev1.ResourceCPU:    resource.MustParse("10m"),
-					corev1.ResourceMemory: resource.MustParse("64Mi"),
-				}},
+				Resources: resources,
 				SecurityContext: &corev1.SecurityContext{
 					Privileged:             ptr.To(true),
 					RunAsUser:              ptr.To[int64](0),

@@ -3,6 +3,8 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -107,6 +109,11 @@ func (r *SchedExperimentReconciler) usable(n *corev1.Node) (bool, string) {
 	}
 	if n.Spec.Unschedulable {
 		return false, "cordoned"
+	}
+	for _, k := range slices.Sorted(maps.Keys(r.Config.AgentNodeSelector)) {
+		if v := r.Config.AgentNodeSelector[k]; n.Labels[k] != v {
+			return false, fmt.Sprintf("not matching the agents' nodeSelector (%s=%s)", k, v)
+		}
 	}
 	for i := range n.Spec.Taints {
 		t := &n.Spec.Taints[i]

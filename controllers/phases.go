@@ -20,6 +20,7 @@ import (
 	"github.com/schedlab/schedlab/api/names"
 	"github.com/schedlab/schedlab/api/v1alpha1"
 	"github.com/schedlab/schedlab/api/v1alpha1/validation"
+	"github.com/schedlab/schedlab/internal/experiment"
 )
 
 // reasonReleased is the NodesLocked reason once the run is over and the
@@ -149,6 +150,7 @@ func (r *SchedExperimentReconciler) abortStaleGeneration(ctx context.Context, s 
 	s.status.Results = nil
 	s.status.ResultsGeneration = 0
 	s.status.BestVariant, s.status.BestVariantReason, s.status.PredictionError = "", "", ""
+	s.status.Recommendation = nil
 	s.status.StartTime, s.status.CompletionTime = nil, nil
 	s.status.Sweep = nil
 	s.status.Calibration = nil
@@ -281,17 +283,7 @@ func (r *SchedExperimentReconciler) distinctShapes(s *scope, nodes []string, run
 func (r *SchedExperimentReconciler) shapeOf(s *scope, node string, run *v1alpha1.NodeRun) (v1alpha1.NodeShape, bool) {
 	if run != nil && run.Status.ExperimentGeneration == s.exp.Generation {
 		if c := run.Status.Capabilities; c != nil && c.CPUs > 0 {
-			sh := r.Analyzer.ShapeForKernel(c.CPUs, c.KernelVersion)
-			if c.Scheduler != "" {
-				sh.Scheduler = c.Scheduler
-			}
-			if c.HZ != 0 {
-				sh.HZ = c.HZ
-			}
-			if c.Preempt != "" {
-				sh.Preempt = c.Preempt
-			}
-			return sh, true
+			return r.Analyzer.ShapeFromCapabilities(c), true
 		}
 	}
 	n := s.nodes[node]
@@ -482,7 +474,7 @@ func (r *SchedExperimentReconciler) complete(ctx context.Context, s *scope) erro
 	s.status.Results = an.Results
 	s.status.PredictionError = an.PredictionError
 	s.status.BestVariant, s.status.BestVariantReason = an.BestVariant, an.BestVariantReason
-	r.Metrics.observePredictionErrors(an.RelativeErrors)
+	s.status.Recommendation = experiment.Recommend(&s.exp.Spec, an.Results, an.BestVariant, s.exp.Generation)
 
 	msg := fmt.Sprintf("%d of %d nodes completed", len(ok), len(s.status.Nodes))
 	if an.BestVariant != "" {

@@ -172,7 +172,7 @@ func (r *SchedExperimentReconciler) Reconcile(ctx context.Context, req reconcile
 		}
 		return reconcile.Result{}, errors.Join(err, werr)
 	}
-	r.Metrics.observe(exp.Name, s.status)
+	r.Metrics.observe(exp, s.status, s.runs)
 	r.emit(s)
 	if err != nil {
 		return reconcile.Result{}, err

@@ -48,6 +48,12 @@ func (a *stubAnalyzer) callCount() int {
 	return a.calls
 }
 
+func (a *stubAnalyzer) ShapeFromCapabilities(c *v1alpha1.NodeCapabilities) v1alpha1.NodeShape {
+	sh := a.ShapeForKernel(c.CPUs, c.KernelVersion)
+	sh.HZ, sh.Preempt = c.HZ, c.Preempt
+	return sh
+}
+
 func (a *stubAnalyzer) ShapeForKernel(cpus int32, kernel string) v1alpha1.NodeShape {
 	fam := v1alpha1.SchedulerEEVDF
 	if strings.HasPrefix(kernel, "5.") {

@@ -56,7 +56,7 @@ func SetupIndexes(ctx context.Context, mgr ctrl.Manager) error {
 
 // SetupWithManager registers the indexes and the controller.
 func (r *SchedExperimentReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
-	return r.SetupWithManagerAs(ctx, mgr, opts, r)
+	return r.SetupWithManagerAs(ctx, mgr, opts, r.Metrics.timed(r))
 }
 
 // SetupWithManagerAs registers the indexes and the controller with rec as

@@ -5,6 +5,7 @@
 CONTAINER_TOOL ?= docker
 # Where `make demo` writes its report (REPORT_DIR=... to keep it somewhere else).
 DEMO_REPORT_DIR ?= $(CURDIR)/_out/demo
+LAB_DIR ?= $(CURDIR)/_out/lab
 # The sample `make demo` runs (a SchedExperiment manifest).
 DEMO_SAMPLE ?= config/samples/weights-100-200-400.yaml
 HELM := $(CURDIR)/bin/helm
@@ -39,7 +40,7 @@ manifests: chart-rbac
 chart-rbac: ## Generate the chart's RBAC rules (charts/schedlab/files/rbac) from the +kubebuilder:rbac markers.
 	@mkdir -p charts/schedlab/files/rbac
 	$(GO) tool controller-gen rbac:roleName=schedlab-manager paths="./controllers" output:rbac:artifacts:config=charts/schedlab/files/rbac
-	$(GO) tool controller-gen rbac:roleName=schedlab-agent paths="./agent" output:rbac:stdout > charts/schedlab/files/rbac/agent_role.yaml
+	$(GO) tool controller-gen rbac:roleName=schedlab-agent paths="./agent/..." output:rbac:stdout > charts/schedlab/files/rbac/agent_role.yaml
 
 .PHONY: helm-lint
 helm-lint: helm ## helm lint --strict and helm template the chart.
@@ -55,6 +56,11 @@ helm-template: helm ## Print the chart rendered with its default values.
 .PHONY: test-e2e
 test-e2e: k8s-bins build helm ## The end-to-end tests only: chart and kustomize against a real API server; the whole flow on this machine (root).
 	$(GO) test -count=1 -timeout 15m -v ./test/e2e/...
+
+.PHONY: lab
+lab: k8s-bins build ## A local cluster with schedlab installed and its manager running until SIGTERM/Ctrl-C (then this machine is restored); the first line printed is the admin kubeconfig's path. Files in $(LAB_DIR).
+	$(GO) build -o bin/localcluster ./hack/localcluster
+	exec bin/localcluster up --dir $(LAB_DIR) --install-schedlab
 
 .PHONY: demo
 demo: k8s-bins build ## Run a real experiment on this machine through a local cluster (Simulate mode without root); report in $(DEMO_REPORT_DIR).

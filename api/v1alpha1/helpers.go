@@ -56,12 +56,21 @@ var MetricNames = []string{
 	"ctxSwitchesPerSec.voluntary", "ctxSwitchesPerSec.involuntary",
 	"deadlineMissRatio", "opsPerSec",
 	"lateFraction.over100us", "lateFraction.over1ms", "lateFraction.over10ms",
+	"requestLatencyUs.p50", "requestLatencyUs.p90", "requestLatencyUs.p95", "requestLatencyUs.p99",
+	"requestLatencyUs.p999", "requestLatencyUs.max", "requestLatencyUs.mean",
+	"throughput", "dropped",
+}
+
+// IsServerMetric says whether a metric exists only for Server groups.
+func IsServerMetric(name string) bool {
+	return strings.HasPrefix(name, "requestLatencyUs.") || name == "throughput" || name == "dropped"
 }
 
 // IsGroupTarget says whether a sweep target changes a workload group
-// (replicas, tasks or cpuWeight of the group the parameter names).
+// (replicas, tasks, cpuWeight or a Server pattern's rate of the group the
+// parameter names).
 func (t SweepTarget) IsGroupTarget() bool {
-	return t == SweepReplicas || t == SweepTasks || t == SweepCPUWeight
+	return t == SweepReplicas || t == SweepTasks || t == SweepCPUWeight || t == SweepRate
 }
 
 // Points are the parameter's values (a range from..to by step, or the
@@ -109,7 +118,7 @@ func (s *Sweep) PointCount() int64 {
 }
 
 // SetGroupParameter sets a group-targeted sweep parameter (replicas, tasks
-// or cpuWeight of the group it names) to v.
+// cpuWeight or a Server pattern's rate of the group it names) to v.
 func (s *SchedExperimentSpec) SetGroupParameter(p SweepParameter, v int64) {
 	for gi := range s.Workload.Groups {
 		g := &s.Workload.Groups[gi]
@@ -125,6 +134,12 @@ func (s *SchedExperimentSpec) SetGroupParameter(p SweepParameter, v int64) {
 		case SweepCPUWeight:
 			w := int32(v)
 			g.CPUWeight = &w
+		case SweepRate:
+			if g.Pattern != nil {
+				g.Pattern = g.Pattern.DeepCopy()
+				r := int32(v)
+				g.Pattern.Rate = &r
+			}
 		}
 	}
 }

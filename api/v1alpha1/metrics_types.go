@@ -3,18 +3,28 @@ package v1alpha1
 // LatencySummary summarises wakeup latencies in microseconds: from the moment
 // a task should run (timer expiry, its partner's wake-up) to the moment it runs.
 type LatencySummary struct {
+	// p50 is the median wakeup latency, µs.
 	// +optional
 	P50 float64 `json:"p50"`
+	// p90 is the 90th percentile, µs.
 	// +optional
 	P90 float64 `json:"p90"`
+	// p95 is reported for request latency only.
+	// +optional
+	P95 float64 `json:"p95,omitempty"`
+	// p99 is the 99th percentile, µs.
 	// +optional
 	P99 float64 `json:"p99"`
+	// p999 is the 99.9th percentile, µs.
 	// +optional
 	P999 float64 `json:"p999"`
+	// max is the largest wakeup latency seen, µs.
 	// +optional
 	Max float64 `json:"max"`
+	// mean is the mean wakeup latency, µs.
 	// +optional
 	Mean float64 `json:"mean"`
+	// count is the number of wake-ups measured.
 	// +optional
 	Count int64 `json:"count"`
 }
@@ -61,14 +71,30 @@ type Metrics struct {
 	// to compare tails as distributions rather than by one percentile.
 	// +optional
 	LateFraction *LateFraction `json:"lateFraction,omitempty"`
+	// requestLatencyUs summarises a Server group's request latencies in
+	// microseconds: from a request's scheduled arrival to its completion
+	// (queueing, scheduling and service), with p95.
+	// +optional
+	RequestLatencyUs *LatencySummary `json:"requestLatencyUs,omitempty"`
+	// throughput is a Server group's completed requests per second, over
+	// all its replicas.
+	// +optional
+	Throughput *float64 `json:"throughput,omitempty"`
+	// dropped is a Server group's requests per second that found the queue
+	// full and were refused, over all its replicas.
+	// +optional
+	Dropped *float64 `json:"dropped,omitempty"`
 }
 
 // LateFraction is the fraction of wake-ups later than 100us, 1ms and 10ms.
 type LateFraction struct {
+	// over100us is the fraction of wake-ups later than 100 µs.
 	// +optional
 	Over100us float64 `json:"over100us"`
+	// over1ms is the fraction of wake-ups later than 1 ms.
 	// +optional
 	Over1ms float64 `json:"over1ms"`
+	// over10ms is the fraction of wake-ups later than 10 ms.
 	// +optional
 	Over10ms float64 `json:"over10ms"`
 }

@@ -32,10 +32,13 @@ type KnobCapability struct {
 	// path of the file on the node.
 	// +optional
 	Path string `json:"path,omitempty"`
+	// exists: the file is there on this node.
 	// +optional
 	Exists bool `json:"exists,omitempty"`
+	// readable: the agent could read it.
 	// +optional
 	Readable bool `json:"readable,omitempty"`
+	// writable: the agent could write it (false under kernel lockdown or a read-only mount).
 	// +optional
 	Writable bool `json:"writable,omitempty"`
 	// value read, if readable.
@@ -155,7 +158,8 @@ type WindowResult struct {
 	// perturbed is set when, in every attempt, some group's workers broke
 	// their invariants (see WorkerInvariants): work threads that slept more
 	// than their pattern asks (beyond one switch per task per 10 s), or
-	// side threads that used more than 0.2% of a CPU. Such a window says as
+	// side threads that used more than 0.2% of a CPU or woke more than once
+	// per task per 10 s. Such a window says as
 	// much about the worker as about the scheduler; like a noisy one it is
 	// re-run first.
 	// +optional
@@ -228,6 +232,7 @@ type NodeRunStatus struct {
 	// stepsDone of stepsTotal windows.
 	// +optional
 	StepsDone int32 `json:"stepsDone,omitempty"`
+	// stepsTotal is the number of windows to run: variants × repetitions.
 	// +optional
 	StepsTotal int32 `json:"stepsTotal,omitempty"`
 	// windows measured.
@@ -256,10 +261,10 @@ type NodeRunStatus struct {
 
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:scope=Cluster,categories=schedlab
+// +kubebuilder:resource:scope=Cluster,shortName=nr,categories=schedlab
+// +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.phase`,description="the node's phase: Pending, Running, Completed, Failed, Unsupported, TimedOut, Aborted"
 // +kubebuilder:printcolumn:name="Experiment",type=string,JSONPath=`.spec.experimentName`
 // +kubebuilder:printcolumn:name="Node",type=string,JSONPath=`.spec.nodeName`
-// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Done",type=integer,JSONPath=`.status.stepsDone`
 // +kubebuilder:printcolumn:name="Total",type=integer,JSONPath=`.status.stepsTotal`
 // +kubebuilder:printcolumn:name="Restored",type=boolean,JSONPath=`.status.restored`

@@ -48,8 +48,10 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.constraints) || size(self.constraints) == 0 || has(self.sweep)",message="constraints are evaluated over spec.sweep: add a sweep"
 // +kubebuilder:validation:XValidation:rule="!has(self.constraints) || self.constraints.all(c, self.workload.groups.exists(g, g.name == c.group))",message="every constraint must name a group listed in workload.groups"
 // +kubebuilder:validation:XValidation:rule="!has(self.constraints) || self.constraints.all(c, !c.metric.startsWith('wakeupLatencyUs') || self.workload.groups.exists(g, g.name == c.group && has(g.pattern) && g.pattern.type != 'Hog'))",message="a wakeupLatencyUs constraint needs a group that sleeps and wakes (not a Hog)"
+// +kubebuilder:validation:XValidation:rule="!has(self.constraints) || self.constraints.all(c, !(c.metric.startsWith('requestLatencyUs') || c.metric in ['throughput', 'dropped']) || self.workload.groups.exists(g, g.name == c.group && has(g.pattern) && g.pattern.type == 'Server'))",message="requestLatencyUs, throughput and dropped apply to Server groups only"
 // +kubebuilder:validation:XValidation:rule="!has(self.constraints) || self.constraints.all(c, c.metric != 'deadlineMissRatio' || self.workload.groups.exists(g, g.name == c.group && has(g.pattern) && g.pattern.type == 'Periodic'))",message="deadlineMissRatio applies to Periodic groups only"
 // +kubebuilder:validation:XValidation:rule="!has(self.sweep) || self.sweep.parameters.all(p, !has(p.group) || self.workload.groups.exists(g, g.name == p.group))",message="a sweep parameter's group must name a group listed in workload.groups"
+// +kubebuilder:validation:XValidation:rule="!has(self.sweep) || self.sweep.parameters.all(p, p.target != 'Rate' || !has(p.group) || self.workload.groups.exists(g, g.name == p.group && has(g.pattern) && g.pattern.type == 'Server'))",message="a Rate sweep parameter's group must be a Server group"
 // +kubebuilder:validation:XValidation:rule="!has(self.sweep) || self.sweep.parameters.all(p, !has(p.variant) || self.variants.exists(v, v.name == p.variant))",message="a sweep parameter's variant must name a variant listed in variants"
 // +kubebuilder:validation:XValidation:rule="!has(self.sweep) || size(self.sweep.parameters) < 2 || !(self.sweep.parameters[0].target == self.sweep.parameters[1].target && has(self.sweep.parameters[0].group) == has(self.sweep.parameters[1].group) && (!has(self.sweep.parameters[0].group) || self.sweep.parameters[0].group == self.sweep.parameters[1].group) && has(self.sweep.parameters[0].variant) == has(self.sweep.parameters[1].variant) && (!has(self.sweep.parameters[0].variant) || self.sweep.parameters[0].variant == self.sweep.parameters[1].variant))",message="the two sweep parameters must change different things"
 // +kubebuilder:validation:XValidation:rule="!has(self.sweep) || (size(self.sweep.parameters) == 1 ? (has(self.sweep.parameters[0].values) ? size(self.sweep.parameters[0].values) : (self.sweep.parameters[0].range.to - self.sweep.parameters[0].range.from) / (has(self.sweep.parameters[0].range.step) ? self.sweep.parameters[0].range.step : 1) + 1) : (has(self.sweep.parameters[0].values) ? size(self.sweep.parameters[0].values) : (self.sweep.parameters[0].range.to - self.sweep.parameters[0].range.from) / (has(self.sweep.parameters[0].range.step) ? self.sweep.parameters[0].range.step : 1) + 1) * (has(self.sweep.parameters[1].values) ? size(self.sweep.parameters[1].values) : (self.sweep.parameters[1].range.to - self.sweep.parameters[1].range.from) / (has(self.sweep.parameters[1].range.step) ? self.sweep.parameters[1].range.step : 1) + 1)) * size(self.variants) <= 2000",message="the sweep has too many points: grid points × variants must be at most 2000 (widen the step or list fewer values)"
@@ -311,8 +313,9 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.session) || ((!has(self.cpuWeight) || self.cpuWeight == 100) && !has(self.cpuMax) && !has(self.cpuIdle))",message="session runs the group's tasks outside any cgroup, so cpuWeight, cpuMax and cpuIdle cannot apply: remove them or remove session"
 // +kubebuilder:validation:XValidation:rule="!has(self.session) || !has(self.parent)",message="a group with session runs outside any cgroup and cannot have a parent"
 // +kubebuilder:validation:XValidation:rule="!has(self.session) || !has(self.replicas) || self.replicas == 1",message="a group with session is one session: set replicas to 1 (use another group for another session)"
-// +kubebuilder:validation:XValidation:rule="(has(self.tasks) && self.tasks == 0) || has(self.pattern)",message="a group with tasks needs a pattern (Hog, Periodic, LatencyProbe, PingPong or Burst)"
+// +kubebuilder:validation:XValidation:rule="(has(self.tasks) && self.tasks == 0) || has(self.pattern)",message="a group with tasks needs a pattern (Hog, Periodic, LatencyProbe, PingPong, Burst or Server)"
 // +kubebuilder:validation:XValidation:rule="!has(self.pattern) || self.pattern.type != 'PingPong' || (has(self.tasks) && self.tasks % 2 == 0)",message="PingPong runs tasks in pairs: tasks must be even"
+// +kubebuilder:validation:XValidation:rule="!has(self.pattern) || !has(self.pattern.fanout) || self.pattern.fanout <= (has(self.tasks) ? self.tasks : 1)",message="a Server's fanout must be at most the group's tasks (the workers of one replica)"
 type Group struct {
 	// name of the group, unique in the workload.
 	// +required
@@ -414,7 +417,7 @@ type Group struct {
 }
 
 // PatternType names a workload pattern.
-// +kubebuilder:validation:Enum=Hog;Periodic;LatencyProbe;PingPong;Burst
+// +kubebuilder:validation:Enum=Hog;Periodic;LatencyProbe;PingPong;Burst;Server
 type PatternType string
 
 const (
@@ -431,7 +434,73 @@ const (
 	// PatternBurst runs and sleeps for exponentially distributed times with
 	// the given means, like a compile job.
 	PatternBurst PatternType = "Burst"
+	// PatternServer is a request-serving replica: requests arrive open-loop
+	// at `rate` per second into a queue shared by the replica's `tasks`
+	// worker threads, each request needs `service` CPU time, and its latency
+	// runs from its scheduled arrival to its completion.
+	PatternServer PatternType = "Server"
 )
+
+// ArrivalProcess is how a Server's requests arrive.
+// +kubebuilder:validation:Enum=Poisson;Periodic
+type ArrivalProcess string
+
+const (
+	// ArrivalsPoisson: exponentially distributed gaps with mean 1/rate.
+	ArrivalsPoisson ArrivalProcess = "Poisson"
+	// ArrivalsPeriodic: one request every 1/rate exactly.
+	ArrivalsPeriodic ArrivalProcess = "Periodic"
+)
+
+// ServiceDistribution is the distribution of a request's CPU time.
+// +kubebuilder:validation:Enum=Fixed;Exponential;Lognormal
+type ServiceDistribution string
+
+const (
+	// ServiceFixed: every request takes mean.
+	ServiceFixed ServiceDistribution = "Fixed"
+	// ServiceExponential: exponentially distributed with the given mean.
+	ServiceExponential ServiceDistribution = "Exponential"
+	// ServiceLognormal: lognormal with the given mean and 99th percentile.
+	ServiceLognormal ServiceDistribution = "Lognormal"
+)
+
+// Limits of a Server pattern.
+const (
+	MaxServerRate  = 1000000 // requests per second per replica
+	MaxServerQueue = 1000000 // queued requests per replica
+	// MaxLognormalP99OverMean bounds a lognormal service time's p99/mean:
+	// above e^(z99²/2) ≈ 14.96 no lognormal has that mean and p99.
+	MaxLognormalP99OverMean = 14
+)
+
+// ServiceTime is the CPU time one request needs.
+//
+// +kubebuilder:validation:XValidation:rule="self.distribution != 'Lognormal' || has(self.p99)",message="a Lognormal service time needs p99 (and mean)"
+// +kubebuilder:validation:XValidation:rule="self.distribution == 'Lognormal' || !has(self.p99)",message="p99 applies to a Lognormal service time only"
+// +kubebuilder:validation:XValidation:rule="!has(self.p99) || (duration(self.p99) > duration(self.mean) && duration(self.p99) <= duration(self.mean) + duration(self.mean) + duration(self.mean) + duration(self.mean) + duration(self.mean) + duration(self.mean) + duration(self.mean) + duration(self.mean) + duration(self.mean) + duration(self.mean) + duration(self.mean) + duration(self.mean) + duration(self.mean) + duration(self.mean))",message="a Lognormal service time's p99 must be above its mean and at most 14 times the mean"
+type ServiceTime struct {
+	// distribution of the service time: Fixed (default), Exponential or
+	// Lognormal.
+	// +optional
+	// +kubebuilder:default=Fixed
+	Distribution ServiceDistribution `json:"distribution,omitempty"`
+
+	// mean CPU time of a request, 1us..1s.
+	// +required
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1us') && duration(self) <= duration('1s')",message="service mean must be between 1us and 1s"
+	Mean metav1.Duration `json:"mean"`
+
+	// p99 of a Lognormal service time: above mean, at most 14 × mean.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	P99 *metav1.Duration `json:"p99,omitempty"`
+}
 
 // Pattern is the behaviour of each task of a group.
 //
@@ -439,6 +508,8 @@ const (
 // +kubebuilder:validation:XValidation:rule="self.type != 'Periodic' || !has(self.run) || !has(self.period) || duration(self.run) < duration(self.period)",message="a Periodic pattern's run must be shorter than its period"
 // +kubebuilder:validation:XValidation:rule="self.type != 'LatencyProbe' || has(self.interval)",message="a LatencyProbe pattern needs interval"
 // +kubebuilder:validation:XValidation:rule="self.type != 'Burst' || (has(self.meanRun) && has(self.meanSleep))",message="a Burst pattern needs meanRun and meanSleep"
+// +kubebuilder:validation:XValidation:rule="self.type != 'Server' || (has(self.rate) && has(self.service))",message="a Server pattern needs rate and service"
+// +kubebuilder:validation:XValidation:rule="self.type == 'Server' || (!has(self.rate) && !has(self.arrivals) && !has(self.service) && !has(self.fanout) && !has(self.queue))",message="rate, arrivals, service, fanout and queue apply to a Server pattern only"
 type Pattern struct {
 	// type of the pattern.
 	// +required
@@ -484,6 +555,39 @@ type Pattern struct {
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('10us') && duration(self) <= duration('10s')",message="meanSleep must be between 10us and 10s"
 	MeanSleep *metav1.Duration `json:"meanSleep,omitempty"`
+
+	// rate of a Server's request arrivals, per second per replica,
+	// 1..1000000. The arrivals are open-loop: they do not wait for the
+	// workers.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000000
+	Rate *int32 `json:"rate,omitempty"`
+
+	// arrivals is the Server's arrival process: Poisson (default) or
+	// Periodic.
+	// +optional
+	Arrivals ArrivalProcess `json:"arrivals,omitempty"`
+
+	// service is the CPU time a Server request needs.
+	// +optional
+	Service *ServiceTime `json:"service,omitempty"`
+
+	// fanout is how many of the replica's workers one request wakes; the
+	// request completes when all of them have finished their service time.
+	// Default 1; at most the group's tasks.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=512
+	Fanout *int32 `json:"fanout,omitempty"`
+
+	// queue is the most requests a Server replica holds waiting for a
+	// worker; an arrival that finds it full is dropped (counted in
+	// dropped). Default 1000.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000000
+	Queue *int32 `json:"queue,omitempty"`
 }
 
 // Goal is the direction of an objective.
@@ -497,7 +601,7 @@ const (
 
 // MetricName names one metric of the vocabulary shared by the agent, the
 // simulator, the status and the CLI.
-// +kubebuilder:validation:Enum=cpu;cpuPerTask;share;wakeupLatencyUs.p50;wakeupLatencyUs.p90;wakeupLatencyUs.p99;wakeupLatencyUs.p999;wakeupLatencyUs.max;wakeupLatencyUs.mean;ctxSwitchesPerSec.voluntary;ctxSwitchesPerSec.involuntary;deadlineMissRatio;opsPerSec;lateFraction.over100us;lateFraction.over1ms;lateFraction.over10ms
+// +kubebuilder:validation:Enum=cpu;cpuPerTask;share;wakeupLatencyUs.p50;wakeupLatencyUs.p90;wakeupLatencyUs.p99;wakeupLatencyUs.p999;wakeupLatencyUs.max;wakeupLatencyUs.mean;ctxSwitchesPerSec.voluntary;ctxSwitchesPerSec.involuntary;deadlineMissRatio;opsPerSec;lateFraction.over100us;lateFraction.over1ms;lateFraction.over10ms;requestLatencyUs.p50;requestLatencyUs.p90;requestLatencyUs.p95;requestLatencyUs.p99;requestLatencyUs.p999;requestLatencyUs.max;requestLatencyUs.mean;throughput;dropped
 type MetricName string
 
 // Objective is one criterion for picking the best variant.

@@ -169,10 +169,11 @@ type Effect struct {
 	// goal of the objective.
 	// +optional
 	Goal Goal `json:"goal,omitempty"`
-	// baseline's mean, variant's mean, written as decimals.
+	// baseline's mean, written as a decimal.
 	// +optional
 	// +kubebuilder:validation:MaxLength=32
 	Baseline string `json:"baseline,omitempty"`
+	// variant's mean, written as a decimal.
 	// +optional
 	// +kubebuilder:validation:MaxLength=32
 	Variant string `json:"variant,omitempty"`

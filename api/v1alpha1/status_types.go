@@ -83,6 +83,7 @@ type NodeProgress struct {
 	// stepsDone of stepsTotal (variant × repetition windows).
 	// +optional
 	StepsDone int32 `json:"stepsDone,omitempty"`
+	// stepsTotal is the number of windows the node runs: variants × repetitions.
 	// +optional
 	StepsTotal int32 `json:"stepsTotal,omitempty"`
 	// message explains a failure, an unsupported knob or a timeout.
@@ -220,13 +221,13 @@ type SchedExperimentStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,shortName=sx;schedexp,categories=schedlab
+// +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,description="where the experiment is: WaitingForNodes, Running, Succeeded, Simulated, NodesFailed, TimedOut, …"
 // +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.spec.mode`
 // +kubebuilder:printcolumn:name="Nodes",type=string,JSONPath=`.status.nodeProgress`,description="nodes done/total"
 // +kubebuilder:printcolumn:name="Best",type=string,JSONPath=`.status.bestVariant`
 // +kubebuilder:printcolumn:name="Pred-Error",type=string,JSONPath=`.status.predictionError`,description="mean relative error of predicted cpu"
 // +kubebuilder:printcolumn:name="Fleet-Answer",type=integer,JSONPath=`.status.sweep.fleet[0].total`,description="the sweep's answer summed over the fleet, for the first variant",priority=10
 // +kubebuilder:printcolumn:name="Completed",type=string,JSONPath=`.status.conditions[?(@.type=="Completed")].status`,priority=10
-// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=10
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // SchedExperiment compares scheduler knob settings on real nodes and in the

@@ -10,7 +10,7 @@ package v1alpha1
 const MaxSweepPoints = 2000
 
 // SweepTarget is what a sweep parameter changes.
-// +kubebuilder:validation:Enum=Replicas;Tasks;CPUWeight;CPUs;BaseSlice;Latency;MinGranularity;WakeupGranularity;MigrationCost;NrMigrate
+// +kubebuilder:validation:Enum=Replicas;Tasks;CPUWeight;Rate;CPUs;BaseSlice;Latency;MinGranularity;WakeupGranularity;MigrationCost;NrMigrate
 type SweepTarget string
 
 const (
@@ -20,6 +20,8 @@ const (
 	SweepTasks SweepTarget = "Tasks"
 	// SweepCPUWeight sets a group's cpuWeight.
 	SweepCPUWeight SweepTarget = "CPUWeight"
+	// SweepRate sets a Server group's request rate per replica.
+	SweepRate SweepTarget = "Rate"
 	// SweepCPUs sets the CPU count of every node shape.
 	SweepCPUs SweepTarget = "CPUs"
 	// SweepBaseSlice sets the baseSlice knob, in microseconds.
@@ -96,16 +98,16 @@ type SweepRange struct {
 // WakeupGranularity, MigrationCost) are in microseconds.
 //
 // +kubebuilder:validation:XValidation:rule="has(self.range) != has(self.values)",message="give a sweep parameter either range or values, not both"
-// +kubebuilder:validation:XValidation:rule="(self.target in ['Replicas', 'Tasks', 'CPUWeight']) == has(self.group)",message="Replicas, Tasks and CPUWeight need group (the workload group they change); other targets take no group"
+// +kubebuilder:validation:XValidation:rule="(self.target in ['Replicas', 'Tasks', 'CPUWeight', 'Rate']) == has(self.group)",message="Replicas, Tasks, CPUWeight and Rate need group (the workload group they change); other targets take no group"
 // +kubebuilder:validation:XValidation:rule="!has(self.variant) || self.target in ['BaseSlice', 'Latency', 'MinGranularity', 'WakeupGranularity', 'MigrationCost', 'NrMigrate']",message="variant applies only to knob targets (BaseSlice, Latency, MinGranularity, WakeupGranularity, MigrationCost, NrMigrate)"
 // +kubebuilder:validation:XValidation:rule="!has(self.values) || self.values.isSorted()",message="sweep values must be listed in increasing order, each once"
-// +kubebuilder:validation:XValidation:rule="(has(self.values) ? self.values.min() : self.range.from) >= {'Replicas': 1, 'Tasks': 1, 'CPUWeight': 1, 'CPUs': 1, 'NrMigrate': 1, 'BaseSlice': 100, 'MinGranularity': 100, 'Latency': 100, 'WakeupGranularity': 1, 'MigrationCost': 1}[self.target] && (has(self.values) ? self.values.max() : self.range.to) <= {'Replicas': 512, 'Tasks': 512, 'CPUWeight': 10000, 'CPUs': 1024, 'NrMigrate': 1024, 'BaseSlice': 100000, 'MinGranularity': 100000, 'Latency': 1000000, 'WakeupGranularity': 1000000, 'MigrationCost': 100000}[self.target]",message="sweep values are out of range for the target: Replicas and Tasks 1..512, CPUWeight 1..10000, CPUs 1..1024, NrMigrate 1..1024, BaseSlice and MinGranularity 100..100000 (us), Latency 100..1000000 (us), WakeupGranularity 1..1000000 (us), MigrationCost 1..100000 (us)"
+// +kubebuilder:validation:XValidation:rule="(has(self.values) ? self.values.min() : self.range.from) >= {'Replicas': 1, 'Tasks': 1, 'CPUWeight': 1, 'Rate': 1, 'CPUs': 1, 'NrMigrate': 1, 'BaseSlice': 100, 'MinGranularity': 100, 'Latency': 100, 'WakeupGranularity': 1, 'MigrationCost': 1}[self.target] && (has(self.values) ? self.values.max() : self.range.to) <= {'Replicas': 512, 'Tasks': 512, 'CPUWeight': 10000, 'Rate': 1000000, 'CPUs': 1024, 'NrMigrate': 1024, 'BaseSlice': 100000, 'MinGranularity': 100000, 'Latency': 1000000, 'WakeupGranularity': 1000000, 'MigrationCost': 100000}[self.target]",message="sweep values are out of range for the target: Replicas and Tasks 1..512, CPUWeight 1..10000, Rate 1..1000000, CPUs 1..1024, NrMigrate 1..1024, BaseSlice and MinGranularity 100..100000 (us), Latency 100..1000000 (us), WakeupGranularity 1..1000000 (us), MigrationCost 1..100000 (us)"
 type SweepParameter struct {
 	// target is what the parameter changes.
 	// +required
 	Target SweepTarget `json:"target"`
 
-	// group whose replicas, tasks or cpuWeight the parameter sets.
+	// group whose replicas, tasks, cpuWeight or rate the parameter sets.
 	// +optional
 	// +kubebuilder:validation:MaxLength=40
 	Group string `json:"group,omitempty"`
@@ -234,6 +236,7 @@ type SweepPoint struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=24
 	Low []float64 `json:"low,omitempty"`
+	// high is the upper bound of each value's 95% interval (see low).
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=24

@@ -3,13 +3,14 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
-	"strings"
+	"path/filepath"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,97 +23,110 @@ import (
 
 var simengineZero simengine.Calibration
 
-func init() {
-	register(command{name: "calibrate", summary: "fit the simulator's overheads for a node shape to measurements of 'schedlab run'", run: runCalibrate})
+func init() { register("calibrate", newCalibrateCmd) }
+
+// calibrationFileName and calibrationConfigMapFileName are what calibrate
+// writes into --output-dir.
+const (
+	calibrationFileName          = "calibration.json"
+	calibrationConfigMapFileName = "calibration-configmap.yaml"
+)
+
+func newCalibrateCmd() *cobra.Command {
+	var (
+		files, measured []string
+		out             calibrateOutputs
+		duration        time.Duration
+		seed            int64
+		check           string
+	)
+	cmd := &cobra.Command{
+		Use:   "calibrate [-f] EXPERIMENT.yaml --measured RUN.json [...]",
+		Short: "fit the simulator's overheads for a node shape to measurements of 'schedlab run'",
+		Long: `Fits the simulator's calibration (timer, wake-up and context-switch overheads, background
+load) for one node shape to what 'schedlab run' measured there. Give each manifest
+(-f or argument) with the report of its run (--measured), in the same order.
+
+--output-dir writes ` + calibrationFileName + ` (entries for other shapes already in it are kept;
+read it with 'schedlab plan --calibration') and ` + calibrationConfigMapFileName + `, a ConfigMap
+for 'kubectl apply -f' that the controller reads for the shape's predictions.`,
+		Example: `  schedlab calibrate weights.yaml --measured out/report.json --output-dir calib/
+  schedlab calibrate -f a.yaml --measured a.json -f b.yaml --measured b.json --check calib/calibration.json`,
+		Args: func(cmd *cobra.Command, args []string) error { return nil },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
+			defer stop()
+			opts := experiment.CalibrateOptions{Duration: duration}
+			if seed >= 0 {
+				s := uint64(seed)
+				opts.Seed = &s
+			}
+			return calibrate(ctx, cmd.OutOrStdout(), append(files, args...), measured, out, check, opts)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringArrayVarP(&files, "filename", "f", nil, "SchedExperiment manifest that was run (repeat, each with its --measured; or give them as arguments)")
+	_ = cmd.MarkFlagFilename("filename", "yaml", "yml", "json")
+	fs.StringArrayVar(&measured, "measured", nil, "JSON report of 'schedlab run … -o json' (or --output-dir DIR/report.json) for the manifest of the same position")
+	_ = cmd.MarkFlagFilename("measured", "json")
+	addOutputFlag(cmd, &out.format)
+	addOutputDirFlag(cmd, &out.dir, calibrationFileName+" and "+calibrationConfigMapFileName)
+	fs.StringVar(&out.namespace, "namespace", "schedlab-system", "namespace of the ConfigMap: the operator's")
+	fs.DurationVar(&duration, "duration", 0, fmt.Sprintf("simulated window of each candidate (default %s)", experiment.DefaultSweepWindow))
+	fs.Int64Var(&seed, "seed", -1, "simulator seed (overrides spec.simulation.seed)")
+	fs.StringVar(&check, "check", "", "calibration file to check instead of fitting: print the error of the measurements without and with its calibration for the shape")
+	_ = cmd.MarkFlagFilename("check", "json")
+	cmd.ValidArgsFunction = func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return []string{"yaml", "yml", "json"}, cobra.ShellCompDirectiveFilterFileExt
+	}
+	return cmd
 }
 
-// repeated is a flag that may be given more than once.
-type repeated []string
-
-func (r *repeated) String() string     { return strings.Join(*r, ",") }
-func (r *repeated) Set(v string) error { *r = append(*r, v); return nil }
-
-func runCalibrate(args []string) int {
-	fs := flag.NewFlagSet("calibrate", flag.ContinueOnError)
-	var files, measured repeated
-	fs.Var(&files, "f", "SchedExperiment manifest that was run (repeat with --measured for more experiments)")
-	fs.Var(&measured, "measured", "JSON report of 'schedlab run -f … -o json' (or --report DIR/report.json) for the -f of the same position")
-	outFile := fs.String("o", "", "calibration file to write (entries for other shapes in it are kept); read it with 'schedlab plan --calibration'")
-	format := fs.String("output", "table", "what to print: table or json")
-	duration := fs.Duration("duration", 0, fmt.Sprintf("simulated window of each candidate (default %s)", experiment.DefaultSweepWindow))
-	seed := fs.Int64("seed", -1, "simulator seed (overrides spec.simulation.seed)")
-	cmFile := fs.String("configmap", "", "also write the fit as a ConfigMap manifest to this file, for 'kubectl apply -f' (the controller reads it for the shape's predictions)")
-	cmNamespace := fs.String("namespace", "schedlab-system", "namespace of the ConfigMap: the operator's")
-	check := fs.String("check", "", "calibration file to check instead of fitting: print the error of the measurements without and with its calibration for the shape")
-	fs.Usage = func() {
-		fmt.Fprintln(os.Stderr, "Usage: schedlab calibrate -f EXPERIMENT.yaml --measured RUN.json [-f … --measured …] [-o CALIBRATION.json] [--output table|json]")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	opts := experiment.CalibrateOptions{Duration: *duration}
-	if *seed >= 0 {
-		s := uint64(*seed)
-		opts.Seed = &s
-	}
-	out := calibrateOutputs{file: *outFile, configMap: *cmFile, namespace: *cmNamespace, format: *format}
-	if err := calibrate(ctx, os.Stdout, files, measured, out, *check, opts); err != nil {
-		fmt.Fprintln(os.Stderr, "schedlab calibrate:", err)
-		return 1
-	}
-	return 0
-}
-
-// CalibrateOutput is what schedlab calibrate prints with --output json.
+// CalibrateOutput is what schedlab calibrate prints with -o json or yaml.
 type CalibrateOutput struct {
 	Fit   *experiment.CalibrationFit `json:"fit"`
 	Saved *v1alpha1.ShapeCalibration `json:"saved"`
 }
 
-// calibrateOutputs says where a fit goes.
+// calibrateOutputs says where a fit goes and how it is printed.
 type calibrateOutputs struct {
-	file, configMap, namespace, format string
+	dir, namespace string
+	format         outputFormat
 }
 
 func calibrate(ctx context.Context, w io.Writer, files, measured []string, out calibrateOutputs, check string, opts experiment.CalibrateOptions) error {
-	outFile, format := out.file, out.format
+	format := out.format
 	if len(files) == 0 || len(files) != len(measured) {
-		return fmt.Errorf("give -f EXPERIMENT.yaml and --measured RUN.json in pairs (%d -f, %d --measured)", len(files), len(measured))
-	}
-	if format != "table" && format != "json" {
-		return fmt.Errorf("--output %q: use table or json", format)
+		return usagef("give each manifest (-f or argument) with its --measured RUN.json, in pairs (%d manifests, %d --measured)", len(files), len(measured))
 	}
 	var data []experiment.CalibrationData
 	var shape v1alpha1.NodeShape
 	for i, f := range files {
 		exp, err := experiment.Load(f)
 		if err != nil {
-			return err
+			return invalidInput(err)
 		}
 		raw, err := os.ReadFile(measured[i])
 		if err != nil {
-			return err
+			return invalidInput(err)
 		}
 		var rep experiment.Report
 		if err := json.Unmarshal(raw, &rep); err != nil {
-			return fmt.Errorf("%s: not a 'schedlab run -o json' report: %w", measured[i], err)
+			return invalidInput(fmt.Errorf("%s: not a 'schedlab run -o json' report: %w", measured[i], err))
 		}
 		rows, s, err := experiment.ResultsFromReport(&rep)
 		if err != nil {
-			return fmt.Errorf("%s: %w", measured[i], err)
+			return invalidInput(fmt.Errorf("%s: %w", measured[i], err))
 		}
 		if i > 0 && experiment.ShapeName(s) != experiment.ShapeName(shape) {
-			return fmt.Errorf("%s was measured on %s, %s on %s: calibrate one node shape at a time",
-				measured[i], experiment.ShapeName(s), measured[0], experiment.ShapeName(shape))
+			return invalidInput(fmt.Errorf("%s was measured on %s, %s on %s: calibrate one node shape at a time",
+				measured[i], experiment.ShapeName(s), measured[0], experiment.ShapeName(shape)))
 		}
 		shape = s
 		data = append(data, experiment.CalibrationData{Spec: &exp.Spec, Measured: rows})
 	}
 	if check != "" {
-		return checkCalibration(ctx, w, shape, data, check, opts)
+		return checkCalibration(ctx, w, shape, data, check, format, opts)
 	}
 	start := time.Now()
 	fit, err := experiment.Calibrate(ctx, shape, data, opts)
@@ -120,20 +134,21 @@ func calibrate(ctx context.Context, w io.Writer, files, measured []string, out c
 		return err
 	}
 	saved := fit.Status()
-	if outFile != "" {
+	var outFile, cmFile string
+	if out.dir != "" {
+		if err := os.MkdirAll(out.dir, 0o755); err != nil {
+			return err
+		}
+		outFile, cmFile = filepath.Join(out.dir, calibrationFileName), filepath.Join(out.dir, calibrationConfigMapFileName)
 		if err := experiment.WriteCalibrationFile(outFile, []v1alpha1.ShapeCalibration{saved}); err != nil {
 			return err
 		}
-	}
-	if out.configMap != "" {
-		if err := writeCalibrationConfigMap(out.configMap, out.namespace, saved); err != nil {
+		if err := writeCalibrationConfigMap(cmFile, out.namespace, saved); err != nil {
 			return err
 		}
 	}
-	if format == "json" {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(CalibrateOutput{Fit: fit, Saved: &saved})
+	if format != outputTable {
+		return printStructured(w, format, CalibrateOutput{Fit: fit, Saved: &saved})
 	}
 	c := fit.Calibration
 	fmt.Fprintf(w, "%s: calibrated from %d experiment(s), %d measured row × metric pairs, %d candidate calibrations simulated in %s\n\n",
@@ -149,8 +164,8 @@ func calibrate(ctx context.Context, w io.Writer, files, measured []string, out c
 	if outFile != "" {
 		fmt.Fprintf(w, "\nwritten to %s: use it with 'schedlab plan --calibration %s'\n", outFile, outFile)
 	}
-	if out.configMap != "" {
-		fmt.Fprintf(w, "ConfigMap manifest written to %s: 'kubectl apply -f %s' and the controller uses the fit for %s\n", out.configMap, out.configMap, fit.Shape)
+	if cmFile != "" {
+		fmt.Fprintf(w, "ConfigMap manifest written to %s: 'kubectl apply -f %s' and the controller uses the fit for %s\n", cmFile, cmFile, fit.Shape)
 	}
 	return nil
 }
@@ -158,15 +173,15 @@ func calibrate(ctx context.Context, w io.Writer, files, measured []string, out c
 // checkCalibration prints the prediction error of measurements without and
 // with a stored calibration: the test of a calibration on runs it was not
 // fitted to.
-func checkCalibration(ctx context.Context, w io.Writer, shape v1alpha1.NodeShape, data []experiment.CalibrationData, file string, opts experiment.CalibrateOptions) error {
+func checkCalibration(ctx context.Context, w io.Writer, shape v1alpha1.NodeShape, data []experiment.CalibrationData, file string, format outputFormat, opts experiment.CalibrateOptions) error {
 	cf, err := experiment.LoadCalibrationFile(file)
 	if err != nil {
-		return err
+		return invalidInput(err)
 	}
 	name := experiment.ShapeName(shape)
 	cal, ok := experiment.CalibrationMap(cf.Shapes)[name]
 	if !ok {
-		return fmt.Errorf("%s has no calibration for %s", file, name)
+		return invalidInput(fmt.Errorf("%s has no calibration for %s", file, name))
 	}
 	before, err := experiment.CalibrationError(ctx, shape, data, simengineZero, opts)
 	if err != nil {
@@ -176,9 +191,25 @@ func checkCalibration(ctx context.Context, w io.Writer, shape v1alpha1.NodeShape
 	if err != nil {
 		return err
 	}
+	if format != outputTable {
+		return printStructured(w, format, CalibrationCheck{Shape: name, Samples: after.Samples, Calibration: file,
+			ErrorBefore: before.Mean, ErrorAfter: after.Mean, CPUErrorBefore: before.CPU, CPUErrorAfter: after.CPU})
+	}
 	fmt.Fprintf(w, "%s, %d row × metric pairs: prediction error %.1f%% without calibration, %.1f%% with %s (cpu alone: %.1f%% -> %.1f%%)\n",
 		name, after.Samples, 100*before.Mean, 100*after.Mean, file, 100*before.CPU, 100*after.CPU)
 	return nil
+}
+
+// CalibrationCheck is what schedlab calibrate --check prints with -o json or
+// yaml: mean |relative| prediction errors without and with the calibration.
+type CalibrationCheck struct {
+	Shape          string  `json:"shape"`
+	Samples        int     `json:"samples"`
+	Calibration    string  `json:"calibration"`
+	ErrorBefore    float64 `json:"errorBefore"`
+	ErrorAfter     float64 `json:"errorAfter"`
+	CPUErrorBefore float64 `json:"cpuErrorBefore"`
+	CPUErrorAfter  float64 `json:"cpuErrorAfter"`
 }
 
 // writeCalibrationConfigMap writes the ConfigMap the controller reads a

@@ -49,7 +49,8 @@ func TestCalibrateCommand(t *testing.T) {
 	if err := os.WriteFile(run, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out := calibrateOutputs{file: filepath.Join(dir, "cal.json"), configMap: filepath.Join(dir, "cm.yaml"), namespace: "ops", format: "table"}
+	out := calibrateOutputs{dir: filepath.Join(dir, "out"), namespace: "ops", format: outputTable}
+	calFile, cmFile := filepath.Join(out.dir, calibrationFileName), filepath.Join(out.dir, calibrationConfigMapFileName)
 	var printed strings.Builder
 	if err := calibrate(context.Background(), &printed, []string{spec}, []string{run}, out, "", experiment.CalibrateOptions{}); err != nil {
 		t.Fatal(err)
@@ -57,11 +58,11 @@ func TestCalibrateCommand(t *testing.T) {
 	if !strings.Contains(printed.String(), "5.3% before, 0.0% after") {
 		t.Errorf("output lacks the error before and after:\n%s", printed.String())
 	}
-	f, err := experiment.LoadCalibrationFile(out.file)
+	f, err := experiment.LoadCalibrationFile(calFile)
 	if err != nil || len(f.Shapes) != 1 || f.Shapes[0].Shape != "2cpu-EEVDF" || math.Abs(f.Shapes[0].BackgroundLoad-0.05) > 0.005 {
 		t.Fatalf("calibration file %+v, %v; want 2cpu-EEVDF with backgroundLoad 0.05", f, err)
 	}
-	raw, err := os.ReadFile(out.configMap)
+	raw, err := os.ReadFile(cmFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,13 +78,13 @@ func TestCalibrateCommand(t *testing.T) {
 		t.Errorf("ConfigMap %s/%s %+v (%v), want the file's calibration", cm.Metadata.Namespace, cm.Metadata.Name, c, err)
 	}
 	var checked strings.Builder
-	if err := calibrate(context.Background(), &checked, []string{spec}, []string{run}, calibrateOutputs{format: "table"}, out.file, experiment.CalibrateOptions{}); err != nil {
+	if err := calibrate(context.Background(), &checked, []string{spec}, []string{run}, calibrateOutputs{format: outputTable}, calFile, experiment.CalibrateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(checked.String(), "5.3% without calibration, 0.0% with") {
 		t.Errorf("--check output: %s", checked.String())
 	}
-	if err := calibrate(context.Background(), io.Discard, []string{spec}, nil, calibrateOutputs{format: "table"}, "", experiment.CalibrateOptions{}); err == nil {
+	if err := calibrate(context.Background(), io.Discard, []string{spec}, nil, calibrateOutputs{format: outputTable}, "", experiment.CalibrateOptions{}); err == nil {
 		t.Errorf("-f without --measured accepted")
 	}
 }

@@ -11,7 +11,7 @@ import (
 // re-executes os.Executable() as `<binary> __worker <json>`.
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == workload.WorkerArg {
-		os.Exit(commands[workload.WorkerArg].run(os.Args[2:]))
+		os.Exit(workload.WorkerMain(os.Args[2:]))
 	}
 	os.Exit(m.Run())
 }

@@ -1,18 +1,18 @@
 package main
 
 import (
-	"flag"
 	"io"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 )
 
 func parseManagerFlags(t *testing.T, args ...string) (*managerFlags, error) {
 	t.Helper()
-	fs := flag.NewFlagSet("schedlab manager", flag.ContinueOnError)
+	fs := pflag.NewFlagSet("schedlab manager", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	var f managerFlags
 	f.register(fs)
@@ -35,7 +35,7 @@ func TestManagerFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	if cfg.Namespace != "ops" || cfg.AgentImage != "registry.example/schedlab:v1" || cfg.AgentPriorityClass != "system-node-critical" ||
-		cfg.RestoreTimeout != 2*time.Minute || !f.leaderElect || f.metricsAddr != ":8080" || f.probeAddr != ":8081" || cfg.AgentServiceAccount != "schedlab-agent" {
+		cfg.RestoreTimeout != 2*time.Minute || !f.leaderElect || f.metricsAddr != ":8443" || !f.metricsSecure || f.probeAddr != ":8081" || cfg.AgentServiceAccount != "schedlab-agent" {
 		t.Errorf("config %+v flags %+v", cfg, f)
 	}
 	want := []corev1.Toleration{{Key: "bench", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
@@ -59,6 +59,9 @@ func TestManagerFlagsRefuseBadInput(t *testing.T) {
 	for _, args := range [][]string{
 		{"--agent-tolerations", `{"key":"not a list"}`},
 		{"--agent-image-pull-policy", "Sometimes"},
+		{"--agent-resources", `{"request":{"cpu":"1"}}`},
+		{"--agent-resources", `{"requests":{"cpu":"lots"}}`},
+		{"--log-format", "xml"},
 	} {
 		f, err := parseManagerFlags(t, args...)
 		if err != nil {
@@ -67,5 +70,34 @@ func TestManagerFlagsRefuseBadInput(t *testing.T) {
 		if _, err := f.config(); err == nil {
 			t.Errorf("%v accepted", args)
 		}
+	}
+}
+
+// The chart's agent settings reach the agent DaemonSet through these flags.
+func TestManagerAgentFlags(t *testing.T) {
+	f, err := parseManagerFlags(t, "--agent-node-selector", "pool=lab,zone=a", "--agent-image-pull-secrets", "reg1,reg2",
+		"--agent-resources", `{"requests":{"cpu":"20m"},"limits":{"memory":"256Mi"}}`, "--log-format=json", "--metrics-secure=false")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := f.config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]string{"pool": "lab", "zone": "a"}, cfg.AgentNodeSelector); diff != "" {
+		t.Errorf("node selector (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"reg1", "reg2"}, cfg.AgentImagePullSecrets); diff != "" {
+		t.Errorf("pull secrets (-want +got):\n%s", diff)
+	}
+	if r := cfg.AgentResources; r == nil || r.Requests.Cpu().String() != "20m" || r.Limits.Memory().String() != "256Mi" {
+		t.Errorf("resources %+v", r)
+	}
+	if o := f.metricsOptions(); o.SecureServing || o.FilterProvider != nil {
+		t.Errorf("--metrics-secure=false still serves securely")
+	}
+	f2, _ := parseManagerFlags(t)
+	if o := f2.metricsOptions(); !o.SecureServing || o.FilterProvider == nil || o.BindAddress != ":8443" {
+		t.Errorf("default metrics options %+v: want HTTPS on :8443 behind the authn/authz filter", o)
 	}
 }

@@ -1,10 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -15,19 +15,19 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/schedlab/schedlab/api/v1alpha1"
 	"github.com/schedlab/schedlab/internal/experiment"
 )
 
-func init() {
-	register(command{name: "plan", summary: "capacity planning: sweep a parameter on the simulator and answer the constraints", run: runPlan})
-}
+func init() { register("plan", newPlanCmd) }
 
 // planFlags are the flags of schedlab plan.
 type planFlags struct {
-	file        string
-	out         string
-	report      string
+	manifest    manifestFlag
+	out         outputFormat
+	outputDir   string
 	cpus        string
 	scheduler   string
 	hz          int
@@ -36,16 +36,30 @@ type planFlags struct {
 	duration    time.Duration
 	workers     int
 	calibration string
-	merge       string
+	merge       []string
 	quiet       bool
 }
 
-func runPlan(args []string) int {
-	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
+func newPlanCmd() *cobra.Command {
 	var f planFlags
-	fs.StringVar(&f.file, "f", "", "SchedExperiment manifest with spec.sweep and spec.constraints (YAML or JSON; - for stdin)")
-	fs.StringVar(&f.out, "o", "table", "output: table or json")
-	fs.StringVar(&f.report, "report", "", "directory to write plan.json and a chart of each curve with its constraint line")
+	cmd := &cobra.Command{
+		Use:   "plan [-f] EXPERIMENT.yaml",
+		Short: "capacity planning: sweep a parameter on the simulator and answer the constraints",
+		Long: `Simulates every point of spec.sweep's grid on every node shape and variant, and answers
+spec.constraints: the largest value of the swept parameter that keeps every constraint,
+per shape and for the fleet.`,
+		Example: `  schedlab plan config/samples/capacity-plan.yaml --cpus 8,64 --output-dir plan/
+  schedlab plan -f config/samples/capacity-plan.yaml --merge shard-0.json,shard-1.json -o json`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
+			defer stop()
+			return plan(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), &f, args)
+		},
+	}
+	f.manifest.register(cmd)
+	addOutputFlag(cmd, &f.out)
+	addOutputDirFlag(cmd, &f.outputDir, "plan.json and a chart (PNG and SVG) of each curve with its constraint line")
+	fs := cmd.Flags()
 	fs.StringVar(&f.cpus, "cpus", "", "node shapes' CPU counts, comma-separated (e.g. 8,64); overrides spec.simulation.nodes")
 	fs.StringVar(&f.scheduler, "scheduler", "", "scheduler family of the --cpus shapes: eevdf or cfs")
 	fs.IntVar(&f.hz, "hz", 0, "tick rate of the --cpus shapes: 100, 250, 300 or 1000")
@@ -54,22 +68,9 @@ func runPlan(args []string) int {
 	fs.DurationVar(&f.duration, "duration", 0, fmt.Sprintf("simulated window of each point (default %s, or the spec's duration if shorter; warmup capped at %s)", experiment.DefaultSweepWindow, experiment.DefaultSweepWarmup))
 	fs.IntVar(&f.workers, "workers", 0, "points simulated at once (default: all cores)")
 	fs.StringVar(&f.calibration, "calibration", "", "calibration file (from schedlab calibrate) used for the shapes it names")
-	fs.StringVar(&f.merge, "merge", "", "comma-separated JSON outputs of 'schedlab simulate --shard i/n' to merge instead of simulating")
-	fs.BoolVar(&f.quiet, "q", false, "no progress on stderr")
-	fs.Usage = func() {
-		fmt.Fprintln(os.Stderr, "Usage: schedlab plan -f EXPERIMENT.yaml [-o table|json] [--report DIR] [--cpus 8,64] [--calibration FILE] [--duration D] [--merge SHARDS]")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	if err := plan(ctx, os.Stdout, os.Stderr, &f); err != nil {
-		fmt.Fprintln(os.Stderr, "schedlab plan:", err)
-		return 1
-	}
-	return 0
+	fs.StringSliceVar(&f.merge, "merge", nil, "JSON outputs of 'schedlab simulate --shard i/n' to merge instead of simulating (comma-separated or repeated)")
+	fs.BoolVarP(&f.quiet, "quiet", "q", false, "no progress on stderr (progress is only drawn when stderr is a terminal)")
+	return cmd
 }
 
 // PlanOutput is what schedlab plan prints with -o json and writes to
@@ -82,17 +83,17 @@ type PlanOutput struct {
 	Sweep       *v1alpha1.SweepStatus `json:"sweep"`
 }
 
-func plan(ctx context.Context, stdout, stderr io.Writer, f *planFlags) error {
-	exp, err := loadExperiment(f.file, f.out, "with a sweep")
+func plan(ctx context.Context, stdout, stderr io.Writer, f *planFlags, args []string) error {
+	exp, err := loadExperiment(&f.manifest, args, "with a sweep")
 	if err != nil {
 		return err
 	}
 	if exp.Spec.Sweep == nil {
-		return fmt.Errorf("%s has no spec.sweep: add one (see config/samples/capacity-plan.yaml), or use schedlab simulate", f.file)
+		return invalidInput(fmt.Errorf("%s has no spec.sweep: add one (see config/samples/capacity-plan.yaml), or use schedlab simulate", f.manifest.file))
 	}
 	shapes, err := planShapes(&exp.Spec, f)
 	if err != nil {
-		return err
+		return invalidInput(err)
 	}
 	opts := experiment.SweepOptions{Workers: f.workers}
 	opts.Duration = f.duration
@@ -107,7 +108,7 @@ func plan(ctx context.Context, stdout, stderr io.Writer, f *planFlags) error {
 	if f.calibration != "" {
 		cf, err := experiment.LoadCalibrationFile(f.calibration)
 		if err != nil {
-			return err
+			return invalidInput(err)
 		}
 		opts.Calibration = experiment.CalibrationMap(cf.Shapes)
 		for _, s := range shapes {
@@ -119,18 +120,19 @@ func plan(ctx context.Context, stdout, stderr io.Writer, f *planFlags) error {
 
 	start := time.Now()
 	var jobs int
-	if f.merge != "" {
+	if len(f.merge) > 0 {
 		var shards []*experiment.SweepShard
-		for _, p := range strings.Split(f.merge, ",") {
+		for _, p := range f.merge {
 			sh, err := readShard(p)
 			if err != nil {
-				return err
+				return invalidInput(err)
 			}
 			shards = append(shards, sh)
 		}
 		out.Sweep, err = experiment.MergeSweep(&exp.Spec, shapes, shards)
 	} else {
-		if !f.quiet {
+		progress := !f.quiet && isTerminal(stderr)
+		if progress {
 			opts.Progress = func(done, total int) {
 				if done == total || done%max(1, total/50) == 0 {
 					fmt.Fprintf(stderr, "\rsimulating sweep points: %d/%d", done, total)
@@ -139,7 +141,7 @@ func plan(ctx context.Context, stdout, stderr io.Writer, f *planFlags) error {
 		}
 		jobs = len(shapes) * len(exp.Spec.Variants) * int(exp.Spec.Sweep.PointCount())
 		out.Sweep, err = experiment.Plan(ctx, &exp.Spec, shapes, opts)
-		if !f.quiet && jobs > 0 {
+		if progress && jobs > 0 {
 			fmt.Fprintln(stderr)
 		}
 	}
@@ -147,17 +149,15 @@ func plan(ctx context.Context, stdout, stderr io.Writer, f *planFlags) error {
 		return err
 	}
 	elapsed := time.Since(start)
-	if f.report != "" {
-		if err := writePlanReport(f.report, &exp.Spec, out); err != nil {
-			return fmt.Errorf("--report: %w", err)
+	if f.outputDir != "" {
+		if err := writePlanReport(f.outputDir, &exp.Spec, out); err != nil {
+			return fmt.Errorf("--%s: %w", outputDirFlag, err)
 		}
 	}
-	if f.out == "json" {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(out)
+	if f.out != outputTable {
+		return printStructured(stdout, f.out, out)
 	}
-	if f.merge == "" {
+	if len(f.merge) == 0 {
 		fmt.Fprintf(stdout, "%s: %d simulations of %s each in %s\n", exp.Name, jobs, out.Sweep.SimulatedWindow, elapsed.Round(10*time.Millisecond))
 	}
 	return writePlanTable(stdout, &exp.Spec, out)
@@ -342,7 +342,8 @@ func sameAt(a, b []int64) bool {
 	return true
 }
 
-// writePlanReport writes plan.json and one chart per curve column.
+// writePlanReport writes plan.json, one chart per curve column and plan.md
+// embedding them.
 func writePlanReport(dir string, spec *v1alpha1.SchedExperimentSpec, out *PlanOutput) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -354,30 +355,38 @@ func writePlanReport(dir string, spec *v1alpha1.SchedExperimentSpec, out *PlanOu
 	if err := os.WriteFile(filepath.Join(dir, "plan.json"), append(b, '\n'), 0o644); err != nil {
 		return err
 	}
-	return writePlanCharts(dir, spec, out.Sweep)
+	charts, err := writePlanCharts(dir, spec, out.Sweep)
+	if err != nil {
+		return err
+	}
+	var md bytes.Buffer
+	fmt.Fprintf(&md, "# schedlab plan: %s\n\n```\n", out.Experiment)
+	if err := writePlanTable(&md, spec, out); err != nil {
+		return err
+	}
+	md.WriteString("```\n")
+	md.WriteString(chartsMarkdown(charts))
+	return os.WriteFile(filepath.Join(dir, "plan.md"), md.Bytes(), 0o644)
 }
 
 // simulateShard is `schedlab simulate --shard i/n`: one deterministic slice
 // of the sweep's jobs (every n-th, from i), printed as JSON for
 // `schedlab plan --merge`. An Indexed Job runs it as --shard job/n.
-func simulateShard(w io.Writer, file, spec string, sf *shapeFlags) error {
+func simulateShard(w io.Writer, m *manifestFlag, args []string, spec string, sf *shapeFlags) error {
 	i, n, err := parseShard(spec)
 	if err != nil {
-		return err
+		return usageError(nil, err)
 	}
-	if file == "" {
-		return fmt.Errorf("-f is required: name the SchedExperiment manifest with a sweep")
-	}
-	exp, err := experiment.Load(file)
+	exp, err := loadExperiment(m, args, "with a sweep")
 	if err != nil {
 		return err
 	}
 	if exp.Spec.Sweep == nil {
-		return fmt.Errorf("--shard needs spec.sweep: %s has none", file)
+		return invalidInput(fmt.Errorf("--shard needs spec.sweep: %s has none", m.file))
 	}
 	shapes, err := sf.shapes(&exp.Spec)
 	if err != nil {
-		return err
+		return invalidInput(err)
 	}
 	popts, err := sf.options()
 	if err != nil {

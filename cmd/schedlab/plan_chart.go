@@ -3,8 +3,8 @@ package main
 import (
 	"fmt"
 	"image/color"
-	"path/filepath"
-	"strings"
+	"math"
+	"slices"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -20,106 +20,155 @@ import (
 // that many of its values are drawn, evenly spaced.
 const maxChartLines = 8
 
-// writePlanCharts draws one chart per curve column (curve-N-group-metric.png):
-// the metric against the first parameter, one line per shape × variant
-// (× second parameter value), the constraint bounds as dashed red lines and
-// each answer as a circled point.
-func writePlanCharts(dir string, spec *v1alpha1.SchedExperimentSpec, st *v1alpha1.SweepStatus) error {
+// writePlanCharts draws one chart per curve column (curve-N-group-metric.png
+// and .svg) with one panel per node shape: the metric against the first
+// parameter, one line per variant (× second parameter value), the constraint
+// bounds as dashed red lines and each answer as a circled point. The x axis
+// is logarithmic where the grid spans two decades or more.
+func writePlanCharts(dir string, spec *v1alpha1.SchedExperimentSpec, st *v1alpha1.SweepStatus) ([]chartFile, error) {
 	cols := experiment.SweepColumns(spec)
 	if len(st.Parameters) == 0 {
-		return nil
+		return nil, nil
 	}
+	var shapes []string
+	for _, s := range st.Shapes {
+		if !slices.Contains(shapes, s.Shape) {
+			shapes = append(shapes, s.Shape)
+		}
+	}
+	var out []chartFile
 	for ci, col := range cols {
-		p := plot.New()
-		p.Title.Text = fmt.Sprintf("%s: %s vs %s", spec.Variants[0].Name, col.Name(), st.Parameters[0])
-		if len(spec.Variants) > 1 {
-			p.Title.Text = fmt.Sprintf("%s vs %s", col.Name(), st.Parameters[0])
-		}
-		p.X.Label.Text = st.Parameters[0]
-		p.Y.Label.Text = col.Name()
-		p.Legend.Top = true
-		xmin, xmax := 0.0, 0.0
-		line := 0
-		for _, s := range st.Shapes {
-			series := splitBySecond(s.Points, len(st.Parameters) == 2)
-			for _, sr := range series {
-				xys := make(plotter.XYs, 0, len(sr.points))
-				for _, pt := range sr.points {
-					if pt.Unsupported != "" || ci >= len(pt.Values) {
-						continue
-					}
-					x := float64(pt.At[0])
-					xys = append(xys, plotter.XY{X: x, Y: pt.Values[ci]})
-					if line == 0 && len(xys) == 1 {
-						xmin, xmax = x, x
-					}
-					xmin, xmax = min(xmin, x), max(xmax, x)
-				}
-				if len(xys) == 0 {
-					continue
-				}
-				l, err := plotter.NewLine(xys)
-				if err != nil {
-					return err
-				}
-				l.Color = plotutil.Color(line)
-				l.Width = vg.Points(1.5)
-				p.Add(l)
-				name := s.Shape
-				if len(spec.Variants) > 1 {
-					name += " " + s.Variant
-				}
-				if sr.label != "" {
-					name += " " + st.Parameters[1] + "=" + sr.label
-				}
-				p.Legend.Add(name, l)
-				line++
-			}
-			if s.Answer != nil && ci < len(s.Answer.Values) {
-				sc, err := plotter.NewScatter(plotter.XYs{{X: float64(s.Answer.At[0]), Y: s.Answer.Values[ci]}})
-				if err != nil {
-					return err
-				}
-				sc.GlyphStyle.Shape = draw.RingGlyph{}
-				sc.GlyphStyle.Radius = vg.Points(6)
-				sc.GlyphStyle.Color = color.Black
-				p.Add(sc)
+		var panels []*plot.Plot
+		for _, shape := range shapes {
+			if p := planPanel(spec, st, ci, col, shape); p != nil {
+				panels = append(panels, p)
 			}
 		}
-		if line == 0 {
+		if len(panels) == 0 {
 			continue
 		}
-		for _, c := range spec.Constraints {
-			if c.Group != col.Group || string(c.Metric) != col.Metric {
-				continue
+		ncols := min(len(panels), 2)
+		nrows := (len(panels) + ncols - 1) / ncols
+		grid := make([][]*plot.Plot, nrows)
+		for i := range grid {
+			grid[i] = make([]*plot.Plot, ncols)
+		}
+		for i, p := range panels {
+			grid[i/ncols][i%ncols] = p
+		}
+		w, h := px(chartWidthPx), px(chartHeightPx)
+		if ncols == 2 {
+			w = px(1600)
+		}
+		h = vg.Length(nrows) * h
+		if nrows > 1 {
+			h = vg.Length(nrows) * px(600)
+		}
+		name := fmt.Sprintf("curve-%d-%s", ci+1, fileSafe(col.Name()))
+		err := saveCanvas(dir, name, w, h, func(c draw.Canvas) {
+			tiles := draw.Tiles{Rows: nrows, Cols: ncols, PadX: vg.Points(16), PadY: vg.Points(16), PadTop: vg.Points(8), PadBottom: vg.Points(8), PadLeft: vg.Points(8), PadRight: vg.Points(8)}
+			canvases := plot.Align(grid, tiles, c)
+			for r := range grid {
+				for k, p := range grid[r] {
+					if p != nil {
+						p.Draw(canvases[r][k])
+					}
+				}
 			}
-			for _, bound := range []*float64{c.Max, c.Min} {
-				if bound == nil {
+		})
+		if err != nil {
+			return out, fmt.Errorf("chart %s: %w", name, err)
+		}
+		out = append(out, chartFile{Name: name, Caption: fmt.Sprintf("%s against %s, one panel per node shape, with the constraint", col.Name(), st.Parameters[0])})
+	}
+	return out, nil
+}
+
+// planPanel is one node shape's panel of a curve column, nil without points.
+func planPanel(spec *v1alpha1.SchedExperimentSpec, st *v1alpha1.SweepStatus, ci int, col experiment.SweepColumn, shape string) *plot.Plot {
+	p := newChart(fmt.Sprintf("%s: %s", shape, col.Name()), parameterUnit(st.Parameters[0]), col.Group+" "+metricUnit(col.Metric))
+	p.Title.TextStyle.Font.Size = vg.Points(16)
+	p.Legend.Top = true
+	xmin, xmax := math.Inf(1), math.Inf(-1)
+	ymax := 0.0
+	line := 0
+	for _, s := range st.Shapes {
+		if s.Shape != shape {
+			continue
+		}
+		for _, sr := range splitBySecond(s.Points, len(st.Parameters) == 2) {
+			xys := make(plotter.XYs, 0, len(sr.points))
+			for _, pt := range sr.points {
+				if pt.Unsupported != "" || ci >= len(pt.Values) {
 					continue
 				}
-				l, err := plotter.NewLine(plotter.XYs{{X: xmin, Y: *bound}, {X: xmax, Y: *bound}})
-				if err != nil {
-					return err
-				}
-				l.Color = color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}
-				l.Dashes = []vg.Length{vg.Points(6), vg.Points(3)}
-				l.Width = vg.Points(1.5)
-				p.Add(l)
-				p.Legend.Add(experiment.ConstraintText(c), l)
+				x := float64(pt.At[0])
+				xys = append(xys, plotter.XY{X: x, Y: pt.Values[ci]})
+				xmin, xmax, ymax = min(xmin, x), max(xmax, x), max(ymax, pt.Values[ci])
+			}
+			if len(xys) == 0 {
+				continue
+			}
+			l, err := plotter.NewLine(xys)
+			if err != nil {
+				continue
+			}
+			l.Color = plotutil.Color(line)
+			l.Width = vg.Points(2)
+			p.Add(l)
+			name := s.Variant
+			if sr.label != "" {
+				name += " " + st.Parameters[1] + "=" + sr.label
+			}
+			p.Legend.Add(name, l)
+			line++
+		}
+		if s.Answer != nil && ci < len(s.Answer.Values) {
+			sc, err := plotter.NewScatter(plotter.XYs{{X: float64(s.Answer.At[0]), Y: s.Answer.Values[ci]}})
+			if err == nil {
+				sc.GlyphStyle.Shape = draw.RingGlyph{}
+				sc.GlyphStyle.Radius = vg.Points(8)
+				sc.GlyphStyle.Color = color.Black
+				p.Add(sc)
+				p.Legend.Add(fmt.Sprintf("answer (%s)", s.Variant), sc)
 			}
 		}
-		// Keep the constraint readable: a curve that runs far past its
-		// bound is clipped at four times the bound.
-		if hi := constraintTop(spec.Constraints, col); hi > 0 && p.Y.Max > 4*hi {
-			p.Y.Max = 4 * hi
+	}
+	if line == 0 {
+		return nil
+	}
+	for _, c := range spec.Constraints {
+		if c.Group != col.Group || string(c.Metric) != col.Metric {
+			continue
 		}
-		p.Add(plotter.NewGrid())
-		name := fmt.Sprintf("curve-%d-%s.png", ci+1, strings.NewReplacer("/", "-", ".", "-").Replace(col.Name()))
-		if err := p.Save(8*vg.Inch, 5*vg.Inch, filepath.Join(dir, name)); err != nil {
-			return fmt.Errorf("chart %s: %w", name, err)
+		for _, bound := range []*float64{c.Max, c.Min} {
+			if bound == nil {
+				continue
+			}
+			l, err := plotter.NewLine(plotter.XYs{{X: xmin, Y: *bound}, {X: xmax, Y: *bound}})
+			if err != nil {
+				continue
+			}
+			l.Color = constraintRed
+			l.Dashes = []vg.Length{vg.Points(8), vg.Points(4)}
+			l.Width = vg.Points(2)
+			p.Add(l)
+			p.Legend.Add(experiment.ConstraintText(c), l)
+			ymax = max(ymax, *bound)
 		}
 	}
-	return nil
+	if xmin > 0 && xmax/xmin >= 100 {
+		p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+		p.X.Label.Text += ", log scale"
+	}
+	// Keep the constraint readable: a curve that runs far past its bound is
+	// clipped at four times the bound. Head room for the legend.
+	top := ymax * 1.35
+	if hi := constraintTop(spec.Constraints, col); hi > 0 && top > 4*hi {
+		top = 4 * hi
+	}
+	p.Y.Min, p.Y.Max = 0, top+1e-9
+	return p
 }
 
 type chartSeries struct {

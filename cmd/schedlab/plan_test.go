@@ -41,14 +41,14 @@ func TestPlanCommand(t *testing.T) {
 	}
 	run := func(f planFlags) string {
 		var out bytes.Buffer
-		f.file, f.seed, f.quiet = file, -1, true
-		if err := plan(context.Background(), &out, io.Discard, &f); err != nil {
+		f.manifest.file, f.seed, f.quiet = file, -1, true
+		if err := plan(context.Background(), &out, io.Discard, &f, nil); err != nil {
 			t.Fatal(err)
 		}
 		return out.String()
 	}
-	a := run(planFlags{out: "json", report: filepath.Join(dir, "report")})
-	if b := run(planFlags{out: "json", workers: 1}); a != b {
+	a := run(planFlags{out: outputJSON, outputDir: filepath.Join(dir, "report")})
+	if b := run(planFlags{out: outputJSON, workers: 1}); a != b {
 		t.Errorf("two runs differ:\n%s\n%s", a, b)
 	}
 	var got PlanOutput
@@ -58,19 +58,20 @@ func TestPlanCommand(t *testing.T) {
 	if got.Sweep == nil || len(got.Sweep.Shapes) != 1 || len(got.Sweep.Fleet) != 1 || got.Sweep.Fleet[0].Nodes != 3 {
 		t.Fatalf("plan output %s", a)
 	}
-	table := run(planFlags{out: "table"})
+	table := run(planFlags{out: outputTable})
 	for _, want := range []string{"2cpu-EEVDF × 3, variant stock", "<- answer", "fleet, stock: ", "hogs/cpuPerTask ≥ 0.5"} {
 		if !strings.Contains(table, want) {
 			t.Errorf("table lacks %q:\n%s", want, table)
 		}
 	}
-	for _, f := range []string{"plan.json", "curve-1-hogs-cpuPerTask.png"} {
+	for _, f := range []string{"plan.json", "plan.md", "curve-1-hogs-cpuPerTask.png", "curve-1-hogs-cpuPerTask.svg"} {
 		if st, err := os.Stat(filepath.Join(dir, "report", f)); err != nil || st.Size() == 0 {
 			t.Errorf("report %s: %v", f, err)
 		}
 	}
-	if err := plan(context.Background(), io.Discard, io.Discard, &planFlags{file: file, out: "yaml", seed: -1}); err == nil {
-		t.Errorf("-o yaml accepted")
+	var y bytes.Buffer
+	if err := plan(context.Background(), &y, io.Discard, &planFlags{manifest: manifestFlag{file}, out: outputYAML, seed: -1}, nil); err != nil || !strings.Contains(y.String(), "experiment: hogs-on-2") {
+		t.Errorf("-o yaml: %v\n%s", err, y.String())
 	}
 }
 
@@ -98,7 +99,7 @@ func TestSimulateCalibration(t *testing.T) {
 		t.Fatal(err)
 	}
 	sf := shapeFlags{seed: -1, calibration: filepath.Join(dir, "missing.yaml")}
-	err := simulate(io.Discard, file, "json", &sf)
+	err := simulate(io.Discard, &manifestFlag{file}, nil, outputJSON, &sf)
 	if err == nil || !strings.Contains(err.Error(), "--calibration") {
 		t.Fatalf("missing calibration file: err %v, want one naming --calibration", err)
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -13,95 +12,75 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/config"
 
-	"github.com/schedlab/schedlab/api"
 	"github.com/schedlab/schedlab/api/v1alpha1"
 	"github.com/schedlab/schedlab/internal/experiment"
 )
 
-func init() {
-	register(command{name: "report", summary: "print a SchedExperiment's measured vs predicted table from the cluster", run: runReport})
+func init() { register("report", newReportCmd) }
+
+func newReportCmd() *cobra.Command {
+	var (
+		out outputFormat
+		dir string
+	)
+	kube := newClusterFlags()
+	cmd := &cobra.Command{
+		Use:   "report NAME",
+		Short: "print a SchedExperiment's measured vs predicted table from the cluster",
+		Long: `Prints the results of SchedExperiment NAME (status.results): measured next to predicted,
+per variant and group, and each node's restore record. --output-dir also writes report.md,
+report.json and the charts.`,
+		Example: `  schedlab report group-fairness
+  schedlab report group-fairness -o yaml --output-dir ./report`,
+		Args: exactArgs(1, "the experiment's NAME"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := kube.client()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
+			defer cancel()
+			return reportExperiment(ctx, cmd.OutOrStdout(), c, args[0], out, dir)
+		},
+		ValidArgsFunction: kube.completeExperiments,
+	}
+	kube.register(cmd)
+	addOutputFlag(cmd, &out)
+	addOutputDirFlag(cmd, &dir, "report.md, report.json and the charts")
+	return cmd
 }
 
-func runReport(args []string) int {
-	fs := flag.NewFlagSet("schedlab report", flag.ContinueOnError)
-	config.RegisterFlags(fs) // --kubeconfig; else $KUBECONFIG, else in-cluster
-	output := fs.String("o", "table", "output format: table or json")
-	dir := fs.String("report", "", "also write report.md, report.json and cpu.png (measured vs predicted) into this directory")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage: schedlab report NAME [flags]\n\nPrints the results of SchedExperiment NAME (status.results): measured next to predicted, per variant and group.\n\nFlags:")
-		fs.PrintDefaults()
-	}
-	// Flags may come before or after the name.
-	var name string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return 2
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		if name != "" {
-			fmt.Fprintln(os.Stderr, "schedlab report: one experiment name only")
-			return 2
-		}
-		name, args = fs.Arg(0), fs.Args()[1:]
-	}
-	if name == "" {
-		fs.Usage()
-		return 2
-	}
-	if *output != "table" && *output != "json" {
-		fmt.Fprintf(os.Stderr, "schedlab report: -o %q: use table or json\n", *output)
-		return 2
-	}
-	cfg, err := config.GetConfig()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "schedlab report: finding the cluster:", err)
-		return 1
-	}
-	c, err := client.New(cfg, client.Options{Scheme: api.NewScheme()})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "schedlab report:", err)
-		return 1
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+// reportExperiment prints experiment name's report and, with dir, writes it.
+func reportExperiment(ctx context.Context, w io.Writer, c client.Client, name string, out outputFormat, dir string) error {
 	exp, runs, err := fetchExperiment(ctx, c, name)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "schedlab report:", err)
-		return 1
+		return err
 	}
 	reps := experimentReports(exp, runs)
-	if *output == "json" {
-		enc := json.NewEncoder(os.Stdout)
-		enc.SetIndent("", "  ")
-		err = enc.Encode(reps)
+	if out != outputTable {
+		err = printStructured(w, out, reps)
 	} else {
-		err = writeReportTables(os.Stdout, exp, reps)
+		err = writeReportTables(w, exp, reps)
 		for _, r := range runs {
-			fmt.Printf("\nnode %s:\n", r.Spec.NodeName)
-			summarize(os.Stdout, &r.Status)
+			fmt.Fprintf(w, "\nnode %s:\n", r.Spec.NodeName)
+			summarize(w, &r.Status)
 		}
 	}
-	if err == nil && *dir != "" {
-		err = writeMarkdownReport(*dir, exp, runs, reps)
+	if err == nil && dir != "" {
+		err = writeMarkdownReport(dir, exp, runs, reps)
 	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "schedlab report:", err)
-		return 1
-	}
-	return 0
+	return err
 }
 
 // fetchExperiment reads the experiment and its NodeRuns, sorted by node.
 func fetchExperiment(ctx context.Context, c client.Client, name string) (*v1alpha1.SchedExperiment, []v1alpha1.NodeRun, error) {
 	var exp v1alpha1.SchedExperiment
 	if err := c.Get(ctx, client.ObjectKey{Name: name}, &exp); err != nil {
-		return nil, nil, fmt.Errorf("SchedExperiment %s: %w", name, err)
+		return nil, nil, notFound(fmt.Errorf("SchedExperiment %s: %w", name, err))
 	}
 	var list v1alpha1.NodeRunList
 	if err := c.List(ctx, &list, client.MatchingLabelsSelector{Selector: labels.Everything()}); err != nil {
@@ -204,8 +183,8 @@ func conditionSummary(exp *v1alpha1.SchedExperiment) string {
 	return strings.Join(s, ", ")
 }
 
-// writeMarkdownReport writes report.md (what was run, where, the table, the restore record),
-// report.json and, when there are results, cpu.png.
+// writeMarkdownReport writes report.md (what was run, where, the table, the charts, the restore
+// record), report.json and, when there are results, the charts (PNG and SVG).
 func writeMarkdownReport(dir string, exp *v1alpha1.SchedExperiment, runs []v1alpha1.NodeRun, reps []shapeReport) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -265,13 +244,22 @@ func writeMarkdownReport(dir string, exp *v1alpha1.SchedExperiment, runs []v1alp
 		return err
 	}
 	b.WriteString("```\n")
-	if len(reps) > 0 {
-		if err := writeChart(filepath.Join(dir, "cpu.png"), reps[0].Report); err != nil {
-			return fmt.Errorf("chart: %w", err)
+	for _, r := range reps {
+		// One set of charts per node shape; in a directory of its own when
+		// the nodes have several shapes.
+		sub := ""
+		if len(reps) > 1 {
+			sub = fileSafe(r.Shape)
+			fmt.Fprintf(&b, "\n### Nodes of shape %s\n", r.Shape)
 		}
-		if _, err := os.Stat(filepath.Join(dir, "cpu.png")); err == nil {
-			b.WriteString("\n![CPU per group: measured (with ± one standard deviation) and predicted](cpu.png)\n")
+		charts, err := writeReportCharts(filepath.Join(dir, sub), &exp.Spec, r.Report)
+		if err != nil {
+			return fmt.Errorf("charts: %w", err)
 		}
+		for i := range charts {
+			charts[i].Name = filepath.ToSlash(filepath.Join(sub, charts[i].Name))
+		}
+		b.WriteString(chartsMarkdown(charts))
 	}
 
 	for _, r := range runs {

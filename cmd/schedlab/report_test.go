@@ -83,12 +83,12 @@ func TestWriteMarkdownReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"# schedlab report: weights", "group `w400`: 1 × 1 task(s) Hog, cpuWeight 400", "node `vm`: 2 CPUs",
-		"## Measured vs predicted", "![CPU per group", "## Node vm: Completed, restored: true", `autogroup`} {
+		"## Measured vs predicted", "![CPU (CPUs): measured vs predicted](cpu.png)", "## Node vm: Completed, restored: true", `autogroup`} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("report.md lacks %q:\n%s", want, md)
 		}
 	}
-	for _, f := range []string{"report.json", "cpu.png"} {
+	for _, f := range []string{"report.json", "cpu.png", "cpu.svg"} {
 		if fi, err := os.Stat(filepath.Join(dir, f)); err != nil || fi.Size() == 0 {
 			t.Errorf("%s not written: %v", f, err)
 		}

@@ -1,9 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -16,7 +16,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
-	"golang.org/x/term"
+	"github.com/spf13/cobra"
 
 	"github.com/schedlab/schedlab/api/v1alpha1"
 	"github.com/schedlab/schedlab/internal/experiment"
@@ -24,54 +24,58 @@ import (
 	"github.com/schedlab/schedlab/internal/nodeagent/host"
 )
 
-func init() {
-	register(command{name: "run", summary: "run an experiment on this machine and compare with the simulator", run: runRun})
-}
+func init() { register("run", newRunCmd) }
 
 type runFlags struct {
-	file, out, report, stateDir, runID string
-	calibration                        string
-	restoreOnly, verbose               bool
-	wait                               time.Duration
+	manifest                   manifestFlag
+	out                        outputFormat
+	outputDir, stateDir, runID string
+	calibration                string
+	restoreOnly, verbose       bool
+	wait                       time.Duration
 }
 
-func runRun(args []string) int {
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+func newRunCmd() *cobra.Command {
 	var f runFlags
-	fs.StringVar(&f.file, "f", "", "SchedExperiment manifest (YAML or JSON; - for stdin)")
-	fs.StringVar(&f.out, "o", "table", "output: table or json")
-	fs.StringVar(&f.report, "report", "", "directory to write report.json (and a chart) into")
+	cmd := &cobra.Command{
+		Use:   "run [-f] EXPERIMENT.yaml",
+		Short: "run an experiment on this machine and compare with the simulator",
+		Long: `Runs every variant of the experiment on this machine (as root: it sets the knobs and
+creates cgroups, and restores everything afterwards), then prints what was measured next
+to the simulator's prediction for this machine's shape. Without root it prints this
+machine's capabilities and the predictions only, and exits 1.
+
+'schedlab run --restore-only' restores what an interrupted run left in the journal.`,
+		Example: `  sudo schedlab run config/samples/weights-100-200-400.yaml --output-dir out/
+  sudo schedlab run --restore-only`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if f.restoreOnly && (len(args) > 0 || f.manifest.file != "") {
+				return usagef("--restore-only takes no manifest")
+			}
+			log := logr.Discard()
+			if f.verbose {
+				stderr := cmd.ErrOrStderr()
+				log = funcr.New(func(prefix, args string) { fmt.Fprintln(stderr, prefix, args) }, funcr.Options{Verbosity: 1})
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return run(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), &f, args, log)
+		},
+	}
+	f.manifest.register(cmd)
+	addOutputFlag(cmd, &f.out)
+	addOutputDirFlag(cmd, &f.outputDir, "report.json and the charts")
+	fs := cmd.Flags()
 	fs.StringVar(&f.stateDir, "state-dir", nodeagent.DefaultStateDir, "directory of the journal and the lock")
 	fs.StringVar(&f.runID, "run-id", "", "run id: names the cgroups schedlab/<id>/… (default local-<time>)")
 	fs.StringVar(&f.calibration, "calibration", "", "calibration file (from schedlab calibrate) for this machine's shape, used by the predictions")
 	fs.BoolVar(&f.restoreOnly, "restore-only", false, "only restore what an earlier run left in --state-dir's journal, then exit")
-	fs.BoolVar(&f.verbose, "v", false, "log what the agent does (stderr)")
+	fs.BoolVarP(&f.verbose, "verbose", "v", false, "log what the agent does (stderr)")
 	fs.DurationVar(&f.wait, "wait", 0, "wait this long for another run on this machine to finish (default: fail at once, naming it)")
-	fs.Usage = func() {
-		fmt.Fprintln(os.Stderr, "Usage: schedlab run -f EXPERIMENT.yaml [-o table|json] [--report DIR] [--state-dir DIR]\n       schedlab run --restore-only [--state-dir DIR]")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(os.Stderr, "schedlab run: unexpected arguments %q\n", fs.Args())
-		return 2
-	}
-	log := logr.Discard()
-	if f.verbose {
-		log = funcr.New(func(prefix, args string) { fmt.Fprintln(os.Stderr, prefix, args) }, funcr.Options{Verbosity: 1})
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Stdout, os.Stderr, &f, log); err != nil {
-		fmt.Fprintln(os.Stderr, "schedlab run:", err)
-		return 1
-	}
-	return 0
+	return cmd
 }
 
-func run(ctx context.Context, stdout, stderr io.Writer, f *runFlags, log logr.Logger) error {
+func run(ctx context.Context, stdout, stderr io.Writer, f *runFlags, args []string, log logr.Logger) error {
 	if f.runID == "" {
 		f.runID = fmt.Sprintf("local-%d", time.Now().Unix())
 	}
@@ -87,20 +91,20 @@ func run(ctx context.Context, stdout, stderr io.Writer, f *runFlags, log logr.Lo
 		}
 		return err
 	}
-	exp, err := loadExperiment(f.file, f.out, "to run")
+	exp, err := loadExperiment(&f.manifest, args, "to run")
 	if err != nil {
 		return err
 	}
 	spec := &exp.Spec
 	if err := host.Validate(spec); err != nil {
-		return err
+		return invalidInput(err)
 	}
 	if os.Geteuid() != 0 {
 		return unprivileged(stdout, stderr, exp, f)
 	}
 
 	var bar *progressBar
-	if fd, ok := stderr.(*os.File); ok && term.IsTerminal(int(fd.Fd())) {
+	if isTerminal(stderr) {
 		bar = &progressBar{w: stderr, start: time.Now()}
 		opts.Progress = bar.update
 		defer bar.finish()
@@ -130,8 +134,9 @@ func run(ctx context.Context, stdout, stderr io.Writer, f *runFlags, log logr.Lo
 		predErr = experiment.Compare(results, preds)
 	}
 	rep := experiment.MeasuredReport(spec, shape, caps, results, predErr)
-	if f.out == "json" {
-		if err := rep.WriteJSON(stdout); err != nil {
+	rep.Experiment = exp.Name
+	if f.out != outputTable {
+		if err := printStructured(stdout, f.out, rep); err != nil {
 			return err
 		}
 	} else {
@@ -141,11 +146,11 @@ func run(ctx context.Context, stdout, stderr io.Writer, f *runFlags, log logr.Lo
 			return err
 		}
 	}
-	if f.report != "" {
-		if err := writeReport(f.report, rep, st); err != nil {
-			return errors.Join(runErr, fmt.Errorf("--report: %w", err))
+	if f.outputDir != "" {
+		if err := writeReport(f.outputDir, spec, exp.Name, rep, st); err != nil {
+			return errors.Join(runErr, fmt.Errorf("--%s: %w", outputDirFlag, err))
 		}
-		fmt.Fprintf(stderr, "report written to %s\n", f.report)
+		fmt.Fprintf(stderr, "report written to %s\n", f.outputDir)
 	}
 	return runErr
 }
@@ -158,13 +163,7 @@ func runPredictOptions(f *runFlags) (experiment.PredictOptions, error) {
 
 // localShapeFrom is the simulator's view of this machine.
 func localShapeFrom(c *v1alpha1.NodeCapabilities) v1alpha1.NodeShape {
-	s := experiment.ShapeForKernel(c.CPUs, c.KernelVersion)
-	switch c.HZ {
-	case 100, 250, 300, 1000:
-		s.HZ = c.HZ
-	}
-	s.Preempt = c.Preempt
-	return s
+	return experiment.ShapeFromCapabilities(c)
 }
 
 // unprivileged runs what needs no root: capabilities and predictions.
@@ -191,8 +190,8 @@ func unprivileged(stdout, stderr io.Writer, exp *v1alpha1.SchedExperiment, f *ru
 			fmt.Fprintf(stderr, "variant %s would be unsupported here: %v\n", exp.Spec.Variants[vi].Name, err)
 		}
 	}
-	if f.out == "json" {
-		if err := rep.WriteJSON(stdout); err != nil {
+	if f.out != outputTable {
+		if err := printStructured(stdout, f.out, rep); err != nil {
 			return err
 		}
 	} else {
@@ -281,9 +280,9 @@ func (p *progressBar) finish() {
 	p.done = true
 }
 
-// writeReport writes report.json (the printed JSON plus the node run) and a
-// chart of measured vs predicted CPU per variant and group.
-func writeReport(dir string, rep *experiment.Report, st *v1alpha1.NodeRunStatus) error {
+// writeReport writes report.json (the printed JSON), the charts that answer
+// the experiment's objectives (PNG and SVG) and report.md embedding them.
+func writeReport(dir string, spec *v1alpha1.SchedExperimentSpec, name string, rep *experiment.Report, st *v1alpha1.NodeRunStatus) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -298,5 +297,26 @@ func writeReport(dir string, rep *experiment.Report, st *v1alpha1.NodeRunStatus)
 	if err := fh.Close(); err != nil {
 		return err
 	}
-	return writeChart(filepath.Join(dir, "cpu.png"), rep)
+	charts, err := writeReportCharts(dir, spec, rep)
+	if err != nil {
+		return err
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "# schedlab run: %s\n\n", name)
+	if c := rep.Capabilities; c != nil {
+		fmt.Fprintf(&b, "- this machine: %d CPUs, kernel %s (%s), cgroup %s, HZ %d, preempt %s\n", c.CPUs, c.KernelVersion, c.Scheduler, c.CgroupVersion, c.HZ, c.Preempt)
+	}
+	if rep.BestVariant != "" {
+		fmt.Fprintf(&b, "- best variant: %s (%s)\n", rep.BestVariant, rep.BestReason)
+	}
+	b.WriteString("\n## Measured vs predicted\n\n```\n")
+	if err := rep.WriteTable(&b); err != nil {
+		return err
+	}
+	b.WriteString("```\n")
+	b.WriteString(chartsMarkdown(charts))
+	b.WriteString("\n## Restore\n\n```\n")
+	summarize(&b, st)
+	b.WriteString("```\n")
+	return os.WriteFile(filepath.Join(dir, "report.md"), b.Bytes(), 0o644)
 }

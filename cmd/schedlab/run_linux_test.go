@@ -36,8 +36,8 @@ func TestRunWeightsAgainstSimulator(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out, errOut bytes.Buffer
-	f := &runFlags{file: file, out: "json", stateDir: t.TempDir(), report: t.TempDir(), wait: 10 * time.Minute}
-	if err := run(context.Background(), &out, &errOut, f, logr.Discard()); err != nil {
+	f := &runFlags{manifest: manifestFlag{file}, out: outputJSON, stateDir: t.TempDir(), outputDir: t.TempDir(), wait: 10 * time.Minute}
+	if err := run(context.Background(), &out, &errOut, f, nil, logr.Discard()); err != nil {
 		t.Fatalf("run: %v\n%s", err, errOut.String())
 	}
 	t.Logf("stderr:\n%s", errOut.String())
@@ -45,7 +45,7 @@ func TestRunWeightsAgainstSimulator(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(f.report, "cpu.png")); err != nil {
+	if _, err := os.Stat(filepath.Join(f.outputDir, "cpu.png")); err != nil {
 		t.Errorf("no chart: %v", err)
 	}
 	// A window still noisy after every attempt: the other processes' CPU
@@ -111,7 +111,7 @@ spec:
 			autogroup, _ := os.ReadFile("/proc/sys/kernel/sched_autogroup_enabled")
 			state := t.TempDir()
 			var out, errOut bytes.Buffer
-			err := run(context.Background(), &out, &errOut, &runFlags{file: file, out: "table", stateDir: state}, logr.Discard())
+			err := run(context.Background(), &out, &errOut, &runFlags{manifest: manifestFlag{file}, out: outputTable, stateDir: state}, nil, logr.Discard())
 			if err == nil || !strings.Contains(err.Error(), want) {
 				t.Fatalf("run = %v, want an error naming %s", err, want)
 			}

@@ -1,22 +1,50 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
-	"os"
 	"runtime"
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
 
 	"github.com/schedlab/schedlab/api/v1alpha1"
 	"github.com/schedlab/schedlab/internal/experiment"
 )
 
-func init() {
-	register(command{name: "simulate", summary: "predict an experiment's metrics with the scheduler simulator", run: runSimulate})
+func init() { register("simulate", newSimulateCmd) }
+
+func newSimulateCmd() *cobra.Command {
+	var (
+		m     manifestFlag
+		out   outputFormat
+		shard string
+		sf    shapeFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "simulate [-f] EXPERIMENT.yaml",
+		Short: "predict an experiment's metrics with the scheduler simulator",
+		Long: `Predicts every variant's metrics (CPU, share, wake-up latency, context switches, ops/s)
+with the scheduler simulator, for the node shapes of spec.simulation.nodes, the shape
+given by the flags, or this machine's shape.`,
+		Example: `  schedlab simulate config/samples/weights-100-200-400.yaml
+  schedlab simulate -f config/samples/desktop-interactivity.yaml --cpus 8 --scheduler cfs -o json
+  schedlab simulate -f config/samples/capacity-plan.yaml --shard 0/4 > shard-0.json`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if shard != "" {
+				return simulateShard(cmd.OutOrStdout(), &m, args, shard, &sf)
+			}
+			return simulate(cmd.OutOrStdout(), &m, args, out, &sf)
+		},
+	}
+	m.register(cmd)
+	addOutputFlag(cmd, &out)
+	cmd.Flags().StringVar(&shard, "shard", "", "i/n: simulate only shard i (0-based) of n of spec.sweep's grid and print JSON for 'schedlab plan --merge' (job/n: i from JOB_COMPLETION_INDEX)")
+	sf.register(cmd.Flags())
+	return cmd
 }
 
 // shapeFlags are the node-shape flags that simulate and plan share.
@@ -32,7 +60,7 @@ type shapeFlags struct {
 	calibration string
 }
 
-func (f *shapeFlags) register(fs *flag.FlagSet) {
+func (f *shapeFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.cpus, "cpus", 0, "CPUs of the node shape to simulate (overrides spec.simulation.nodes)")
 	fs.StringVar(&f.scheduler, "scheduler", "", "scheduler family: eevdf or cfs")
 	fs.IntVar(&f.hz, "hz", 0, "tick rate: 100, 250, 300 or 1000")
@@ -92,42 +120,14 @@ func localShape() v1alpha1.NodeShape {
 	return experiment.ShapeForKernel(int32(runtime.NumCPU()), release)
 }
 
-func runSimulate(args []string) int {
-	fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
-	file := fs.String("f", "", "SchedExperiment manifest (YAML or JSON; - for stdin)")
-	out := fs.String("o", "table", "output: table or json")
-	shard := fs.String("shard", "", "i/n: simulate only shard i (0-based) of n of spec.sweep's grid and print JSON for 'schedlab plan --merge' (job/n: i from JOB_COMPLETION_INDEX)")
-	var sf shapeFlags
-	sf.register(fs)
-	fs.Usage = func() {
-		fmt.Fprintln(os.Stderr, "Usage: schedlab simulate -f EXPERIMENT.yaml [-o table|json] [--cpus N] [--scheduler eevdf|cfs] [--hz N] [--preempt none|voluntary|full|lazy] [--seed N] [--duration D] [--shard i/n]")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	if *shard != "" {
-		if err := simulateShard(os.Stdout, *file, *shard, &sf); err != nil {
-			fmt.Fprintln(os.Stderr, "schedlab simulate:", err)
-			return 1
-		}
-		return 0
-	}
-	if err := simulate(os.Stdout, *file, *out, &sf); err != nil {
-		fmt.Fprintln(os.Stderr, "schedlab simulate:", err)
-		return 1
-	}
-	return 0
-}
-
-func simulate(w io.Writer, file, out string, sf *shapeFlags) error {
-	exp, err := loadExperiment(file, out, "to simulate")
+func simulate(w io.Writer, m *manifestFlag, args []string, out outputFormat, sf *shapeFlags) error {
+	exp, err := loadExperiment(m, args, "to simulate")
 	if err != nil {
 		return err
 	}
 	shapes, err := sf.shapes(&exp.Spec)
 	if err != nil {
-		return err
+		return invalidInput(err)
 	}
 	opts, err := sf.options()
 	if err != nil {
@@ -138,8 +138,8 @@ func simulate(w io.Writer, file, out string, sf *shapeFlags) error {
 		return err
 	}
 	rep := experiment.SimulationReport(&exp.Spec, preds)
-	if out == "json" {
-		return rep.WriteJSON(w)
+	if out != outputTable {
+		return printStructured(w, out, rep)
 	}
 	names := make([]string, len(shapes))
 	for i, s := range shapes {

@@ -17,6 +17,11 @@ type Analyzer struct {
 
 var _ controllers.Analyzer = Analyzer{}
 
+// ShapeFromCapabilities implements controllers.Analyzer.
+func (Analyzer) ShapeFromCapabilities(c *v1alpha1.NodeCapabilities) v1alpha1.NodeShape {
+	return experiment.ShapeFromCapabilities(c)
+}
+
 // ShapeForKernel implements controllers.Analyzer.
 func (Analyzer) ShapeForKernel(cpus int32, kernelVersion string) v1alpha1.NodeShape {
 	return experiment.ShapeForKernel(cpus, kernelVersion)
@@ -90,11 +95,7 @@ func (a Analyzer) Analyze(ctx context.Context, in controllers.AnalyzeInput) (*co
 // the only shape given.
 func nodeShape(nr *v1alpha1.NodeRun, shapes []v1alpha1.NodeShape) string {
 	if c := nr.Status.Capabilities; c != nil && c.CPUs > 0 {
-		sh := experiment.ShapeForKernel(c.CPUs, c.KernelVersion)
-		if c.Scheduler != "" {
-			sh.Scheduler = c.Scheduler
-		}
-		return experiment.ShapeName(sh)
+		return experiment.ShapeName(experiment.ShapeFromCapabilities(c))
 	}
 	if len(shapes) == 1 {
 		return experiment.ShapeName(shapes[0])

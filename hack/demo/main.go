@@ -86,13 +86,9 @@ func run(samplePath, reportDir string, timeout time.Duration, verbose bool) (err
 	before := readHost(exp.Name)
 
 	step("building the install manifests (kubectl kustomize config/crd config/rbac)")
-	var manifests []byte
-	for _, dir := range []string{"config/crd", "config/rbac"} {
-		out, err := exec.CommandContext(ctx, filepath.Join(root, "bin", "k8s", "kubectl"), "kustomize", filepath.Join(root, dir)).Output()
-		if err != nil {
-			return fmt.Errorf("kubectl kustomize %s: %w", dir, err)
-		}
-		manifests = append(append(manifests, out...), []byte("\n---\n")...)
+	manifests, err := lab.KustomizeManifests(ctx, root)
+	if err != nil {
+		return err
 	}
 
 	step("starting a local cluster in %s: etcd, kube-apiserver, kube-controller-manager, kube-scheduler and a fake kubelet for this machine; installing schedlab; starting the manager", tmp)
@@ -139,8 +135,8 @@ func run(samplePath, reportDir string, timeout time.Duration, verbose bool) (err
 	if err != nil {
 		return err
 	}
-	step("schedlab report %s --report %s", exp.Name, reportDir)
-	cmd := exec.CommandContext(ctx, filepath.Join(root, "bin", "schedlab"), "report", exp.Name, "--kubeconfig", l.Cluster.Kubeconfig, "--report", reportDir)
+	step("schedlab report %s --output-dir %s", exp.Name, reportDir)
+	cmd := exec.CommandContext(ctx, filepath.Join(root, "bin", "schedlab"), "report", exp.Name, "--kubeconfig", l.Cluster.Kubeconfig, "--output-dir", reportDir)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("schedlab report: %w", err)

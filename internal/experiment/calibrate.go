@@ -5,10 +5,11 @@ import (
 	"fmt"
 	"math"
 	"runtime"
-	"sort"
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+	"gonum.org/v1/gonum/optimize"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/schedlab/schedlab/api/v1alpha1"
@@ -227,13 +228,12 @@ type calibEvaluator struct {
 // eval scores candidates in parallel (cached: the search revisits points).
 func (e *calibEvaluator) eval(ctx context.Context, cands []simengine.Calibration) ([]PredictionErrors, error) {
 	out := make([]PredictionErrors, len(cands))
-	errs := make([]error, len(cands))
 	workers := e.opts.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	sem := make(chan struct{}, workers)
-	var wg sync.WaitGroup
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(workers)
 	for i, c := range cands {
 		e.mu.Lock()
 		s, ok := e.cache[c]
@@ -242,29 +242,26 @@ func (e *calibEvaluator) eval(ctx context.Context, cands []simengine.Calibration
 			out[i] = s
 			continue
 		}
-		if err := ctx.Err(); err != nil {
-			return nil, err
+		if err := gctx.Err(); err != nil {
+			break
 		}
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
+		g.Go(func() error {
 			s, err := e.score(c)
 			if err != nil {
-				errs[i] = err
-				return
+				return err
 			}
 			e.mu.Lock()
 			e.cache[c] = s
 			e.mu.Unlock()
 			out[i] = s
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return nil, err
-		}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -368,7 +365,7 @@ func ResultsFromReport(rep *Report) ([]v1alpha1.GroupResult, v1alpha1.NodeShape,
 		}
 	}
 	if len(rows) == 0 {
-		return nil, shape, fmt.Errorf("the report has no measured results: give the JSON of 'schedlab run -o json' (or its --report DIR/report.json)")
+		return nil, shape, fmt.Errorf("the report has no measured results: give the JSON of 'schedlab run -o json' (or its --output-dir DIR/report.json)")
 	}
 	if shape.CPUs == 0 {
 		return nil, shape, fmt.Errorf("the report names no node shape")
@@ -397,113 +394,56 @@ func fromVec(v []float64) simengine.Calibration {
 }
 
 // nelderMead minimises the prediction error from *best with at most iters
-// evaluations (the simplex's reflections and contractions; the standard
-// coefficients 1, 2, 0.5, 0.5), updating *best and *score.
+// evaluations with gonum's Nelder–Mead (standard coefficients), updating
+// *best and *score. The first simplex is evaluated in parallel.
 func nelderMead(ctx context.Context, ev *calibEvaluator, best *simengine.Calibration, score *PredictionErrors, iters int) error {
 	n := len(calibParams)
-	type vertex struct {
-		x []float64
-		f float64
-		s PredictionErrors
-	}
-	evalAt := func(x []float64) (vertex, error) {
-		c := fromVec(x)
-		x = toVec(c) // on the grid the parameters are rounded to
-		sc, err := ev.eval(ctx, []simengine.Calibration{c})
-		if err != nil {
-			return vertex{}, err
-		}
-		return vertex{x, sc[0].MeanSquare, sc[0]}, nil
-	}
 	x0 := toVec(*best)
-	simplex := []vertex{{x0, score.MeanSquare, *score}}
+	vertices := [][]float64{x0}
+	values := []float64{score.MeanSquare}
 	var starts []simengine.Calibration
 	for i := 0; i < n; i++ {
 		x := append([]float64(nil), x0...)
 		x[i] += math.Max(0.25*x[i], 2)
 		starts = append(starts, fromVec(x))
 	}
-	sc, err := ev.eval(ctx, starts) // the first simplex in parallel
+	sc, err := ev.eval(ctx, starts)
 	if err != nil {
 		return err
 	}
 	for i, c := range starts {
-		simplex = append(simplex, vertex{toVec(c), sc[i].MeanSquare, sc[i]})
+		vertices = append(vertices, toVec(c))
+		values = append(values, sc[i].MeanSquare)
+		if sc[i].MeanSquare < score.MeanSquare-1e-15 {
+			*best, *score = c, sc[i]
+		}
 	}
-	evals := n
-	for evals < iters {
-		sort.SliceStable(simplex, func(i, j int) bool { return simplex[i].f < simplex[j].f })
-		if simplex[n].f-simplex[0].f < 1e-9 {
-			break
+	var evalErr error
+	problem := optimize.Problem{Func: func(x []float64) float64 {
+		if evalErr != nil {
+			return math.Inf(1)
 		}
-		centroid := make([]float64, n)
-		for _, v := range simplex[:n] {
-			for i := range centroid {
-				centroid[i] += v.x[i] / float64(n)
-			}
-		}
-		along := func(t float64) []float64 {
-			x := make([]float64, n)
-			for i := range x {
-				x[i] = centroid[i] + t*(simplex[n].x[i]-centroid[i])
-			}
-			return x
-		}
-		r, err := evalAt(along(-1))
+		c := fromVec(x) // rounded and clamped to the parameters' grid
+		s, err := ev.eval(ctx, []simengine.Calibration{c})
 		if err != nil {
-			return err
+			evalErr = err
+			return math.Inf(1)
 		}
-		evals++
-		switch {
-		case r.f < simplex[0].f:
-			e, err := evalAt(along(-2))
-			if err != nil {
-				return err
-			}
-			evals++
-			if e.f < r.f {
-				r = e
-			}
-			simplex[n] = r
-		case r.f < simplex[n-1].f:
-			simplex[n] = r
-		default:
-			t := 0.5
-			if r.f < simplex[n].f {
-				t = -0.5
-			}
-			c, err := evalAt(along(t))
-			if err != nil {
-				return err
-			}
-			evals++
-			if c.f < math.Min(r.f, simplex[n].f) {
-				simplex[n] = c
-				break
-			}
-			// Shrink towards the best vertex.
-			var cands []simengine.Calibration
-			for _, v := range simplex[1:] {
-				x := make([]float64, n)
-				for i := range x {
-					x[i] = simplex[0].x[i] + 0.5*(v.x[i]-simplex[0].x[i])
-				}
-				cands = append(cands, fromVec(x))
-			}
-			sc, err := ev.eval(ctx, cands)
-			if err != nil {
-				return err
-			}
-			evals += len(cands)
-			for i, c := range cands {
-				simplex[i+1] = vertex{toVec(c), sc[i].MeanSquare, sc[i]}
-			}
+		if s[0].MeanSquare < score.MeanSquare-1e-15 {
+			*best, *score = c, s[0]
 		}
+		return s[0].MeanSquare
+	}}
+	// Only the evaluation budget ends the search: the best vertex often
+	// stays put for several Nelder–Mead iterations while the simplex turns
+	// along a ridge, so "no improvement for k iterations" stops too early.
+	settings := &optimize.Settings{
+		FuncEvaluations: max(iters-n, 1),
+		Converger:       &optimize.FunctionConverge{Absolute: 1e-12, Iterations: iters},
 	}
-	for _, v := range simplex {
-		if v.f < score.MeanSquare-1e-15 {
-			*best, *score = fromVec(v.x), v.s
-		}
+	method := &optimize.NelderMead{InitialVertices: vertices, InitialValues: values}
+	if _, err := optimize.Minimize(problem, x0, settings, method); err != nil && evalErr == nil {
+		return fmt.Errorf("calibration search: %w", err)
 	}
-	return nil
+	return evalErr
 }

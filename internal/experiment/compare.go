@@ -5,6 +5,8 @@ import (
 	"math"
 	"sort"
 
+	"gonum.org/v1/gonum/stat/distuv"
+
 	"github.com/schedlab/schedlab/api/v1alpha1"
 )
 
@@ -123,29 +125,52 @@ func relativeError(measured, predicted *v1alpha1.Metrics) v1alpha1.Metrics {
 	if out.WakeupLatencyUs != nil {
 		out.WakeupLatencyUs.Count = 0
 	}
+	if out.RequestLatencyUs != nil {
+		out.RequestLatencyUs.Count = 0
+	}
 	return out
 }
 
 func round4(x float64) float64 { return math.Round(x*1e4) / 1e4 }
 
 // tCritical95 is the two-sided 95% critical value of Student's t for df
-// degrees of freedom.
-func tCritical95(df int) float64 {
-	table := []float64{0, 12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-		2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
-		2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042}
-	if df < 1 {
+// degrees of freedom (df may be fractional, as Welch's df is).
+func tCritical95(df float64) float64 {
+	if !(df > 0) {
 		return math.Inf(1)
 	}
-	if df < len(table) {
-		return table[df]
+	return distuv.StudentsT{Mu: 0, Sigma: 1, Nu: df}.Quantile(0.975)
+}
+
+// ConfidenceHalfWidth is the half-width of the 95% confidence interval of a
+// mean of n samples with sample standard deviation sd (Student's t).
+func ConfidenceHalfWidth(sd float64, n int) float64 {
+	if n < 2 {
+		return math.Inf(1)
 	}
-	return 1.96
+	return tCritical95(float64(n-1)) * sd / math.Sqrt(float64(n))
+}
+
+// welch is Welch's unequal-variances t-test of two means: the two-sided p
+// value and the Welch–Satterthwaite degrees of freedom. With fewer than two
+// samples on a side, or no variance at all, p is NaN.
+func welch(a, b candidate) (p, df float64) {
+	if a.n < 2 || b.n < 2 {
+		return math.NaN(), 0
+	}
+	va, vb := a.sd*a.sd/float64(a.n), b.sd*b.sd/float64(b.n)
+	if va+vb == 0 {
+		return math.NaN(), 0
+	}
+	t := (a.mean - b.mean) / math.Sqrt(va+vb)
+	df = (va + vb) * (va + vb) / (va*va/float64(a.n-1) + vb*vb/float64(b.n-1))
+	return 2 * distuv.StudentsT{Mu: 0, Sigma: 1, Nu: df}.CDF(-math.Abs(t)), df
 }
 
 type candidate struct {
 	variant    string
 	mean, half float64 // 95% interval: mean ± half
+	sd         float64
 	n          int32
 	// lo, hi: a prediction's 95% interval over its seeds (interval set).
 	lo, hi   float64
@@ -153,8 +178,8 @@ type candidate struct {
 }
 
 // BestVariant picks the best variant by the objectives, in order: the first
-// objective whose best variant's 95% confidence interval does not overlap
-// any other variant's decides. Measured results are used where present;
+// objective whose best variant differs from every other variant by Welch's
+// t-test at the 5% level decides. Measured results are used where present;
 // with only predictions (Simulate mode), the simulator's deterministic
 // values decide. Otherwise the answer is NoSignificantDifference with why.
 func BestVariant(spec *v1alpha1.SchedExperimentSpec, results []v1alpha1.GroupResult) (string, string) {
@@ -184,11 +209,8 @@ func BestVariant(spec *v1alpha1.SchedExperimentSpec, results []v1alpha1.GroupRes
 					continue
 				}
 				sd, _ := MetricValue(r.Measured.Stddev, string(o.Metric))
-				half := math.Inf(1)
-				if r.Measured.N >= 2 {
-					half = tCritical95(int(r.Measured.N)-1) * sd / math.Sqrt(float64(r.Measured.N))
-				}
-				cands = append(cands, candidate{variant: r.Variant, mean: m, half: half, n: r.Measured.N})
+				half := ConfidenceHalfWidth(sd, int(r.Measured.N))
+				cands = append(cands, candidate{variant: r.Variant, mean: m, half: half, sd: sd, n: r.Measured.N})
 			case predictedOnly && r.Predicted != nil:
 				m, ok := MetricValue(r.Predicted, string(o.Metric))
 				if !ok {
@@ -241,27 +263,27 @@ func BestVariant(spec *v1alpha1.SchedExperimentSpec, results []v1alpha1.GroupRes
 				o.Metric, o.Group, best.mean, best.variant, cands[1].mean, cands[1].variant)
 		}
 		separated := true
+		worstP := 0.0
 		for _, c := range cands[1:] {
-			if overlaps(best, c) {
+			p, _ := welch(best, c)
+			if !(p < 0.05) {
 				separated = false
-				reasons = append(reasons, fmt.Sprintf("%s of %s: %s %.4g ± %.3g and %s %.4g ± %.3g overlap (95%%, n=%d)",
-					o.Metric, o.Group, best.variant, best.mean, best.half, c.variant, c.mean, c.half, best.n))
+				ps := "not computable (fewer than 2 samples or no variance)"
+				if !math.IsNaN(p) {
+					ps = fmt.Sprintf("%.2g", p)
+				}
+				reasons = append(reasons, fmt.Sprintf("%s of %s: %s %.4g ± %.3g and %s %.4g ± %.3g overlap: Welch's t-test p = %s (95%%, n=%d)",
+					o.Metric, o.Group, best.variant, best.mean, best.half, c.variant, c.mean, c.half, ps, best.n))
 				break
 			}
+			worstP = max(worstP, p)
 		}
 		if separated {
-			return best.variant, fmt.Sprintf("%s of %s: %.4g ± %.3g (%s) vs next best %.4g ± %.3g (%s), 95%% intervals apart",
-				o.Metric, o.Group, best.mean, best.half, best.variant, cands[1].mean, cands[1].half, cands[1].variant)
+			return best.variant, fmt.Sprintf("%s of %s: %.4g ± %.3g (%s) vs next best %.4g ± %.3g (%s), Welch's t-test p = %.2g",
+				o.Metric, o.Group, best.mean, best.half, best.variant, cands[1].mean, cands[1].half, cands[1].variant, worstP)
 		}
 	}
 	return v1alpha1.NoSignificantDifference, joinReasons(reasons)
-}
-
-func overlaps(a, b candidate) bool {
-	if math.IsInf(a.half, 1) || math.IsInf(b.half, 1) {
-		return true
-	}
-	return a.mean-a.half <= b.mean+b.half && b.mean-b.half <= a.mean+a.half
 }
 
 func joinReasons(r []string) string {

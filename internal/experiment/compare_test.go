@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -107,5 +108,34 @@ func TestCompareRelativeError(t *testing.T) {
 	}
 	if diff := cmp.Diff("6.7%", got); diff != "" {
 		t.Errorf("prediction error (-want +got):\n%s", diff)
+	}
+}
+
+// The Student-t quantiles come from gonum's distribution: they match the
+// printed table (df 1, 4, 30) and tend to the normal's 1.96.
+func TestTCritical95(t *testing.T) {
+	for df, want := range map[float64]float64{1: 12.706, 4: 2.776, 30: 2.042, 1e6: 1.960} {
+		if got := tCritical95(df); math.Abs(got-want) > 0.0005 {
+			t.Errorf("t(0.975, %g) = %.4f, want %.3f", df, got, want)
+		}
+	}
+	if !math.IsInf(tCritical95(0), 1) {
+		t.Errorf("df 0 must give an infinite interval")
+	}
+}
+
+// Welch's t-test on the first example of its Wikipedia article (two samples
+// of 15 with unequal variances): t = -2.46, df = 24.99, p = 0.021.
+func TestWelch(t *testing.T) {
+	a := []float64{27.5, 21.0, 19.0, 23.6, 17.0, 17.9, 16.9, 20.1, 21.9, 22.6, 23.1, 19.6, 19.0, 21.7, 21.4}
+	b := []float64{27.1, 22.0, 20.8, 23.4, 23.4, 23.5, 25.8, 22.0, 24.8, 20.2, 21.9, 22.1, 22.9, 20.5, 24.4}
+	ca := candidate{mean: mean(a), sd: stddev(a), n: int32(len(a))}
+	cb := candidate{mean: mean(b), sd: stddev(b), n: int32(len(b))}
+	p, df := welch(ca, cb)
+	if math.Abs(p-0.021) > 0.001 || math.Abs(df-24.99) > 0.02 {
+		t.Errorf("Welch p = %.4f df = %.3f, want 0.021 and 24.99", p, df)
+	}
+	if p, _ := welch(ca, candidate{mean: 1, n: 1}); !math.IsNaN(p) {
+		t.Errorf("n = 1 gave p = %v, want NaN", p)
 	}
 }

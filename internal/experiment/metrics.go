@@ -2,6 +2,9 @@ package experiment
 
 import (
 	"math"
+	"strings"
+
+	"gonum.org/v1/gonum/stat"
 
 	"github.com/schedlab/schedlab/api/v1alpha1"
 )
@@ -29,6 +32,16 @@ func MetricValue(m *v1alpha1.Metrics, name string) (float64, bool) {
 			return 0, false
 		}
 		return *m.OpsPerSec, true
+	case "throughput":
+		if m.Throughput == nil {
+			return 0, false
+		}
+		return *m.Throughput, true
+	case "dropped":
+		if m.Dropped == nil {
+			return 0, false
+		}
+		return *m.Dropped, true
 	case "ctxSwitchesPerSec.voluntary", "ctxSwitchesPerSec.involuntary":
 		if m.CtxSwitchesPerSec == nil {
 			return 0, false
@@ -50,9 +63,16 @@ func MetricValue(m *v1alpha1.Metrics, name string) (float64, bool) {
 		}
 		return f.Over10ms, true
 	}
-	// A summary is present only where the group had wake-ups; its Count
-	// is not checked, since a standard-deviation summary carries none.
+	// A summary is present only where the group had wake-ups (requests);
+	// its Count is not checked, since a standard-deviation summary carries
+	// none.
 	l := m.WakeupLatencyUs
+	if strings.HasPrefix(name, "requestLatencyUs.") {
+		l, name = m.RequestLatencyUs, "wakeupLatencyUs."+strings.TrimPrefix(name, "requestLatencyUs.")
+		if l != nil && name == "wakeupLatencyUs.p95" {
+			return l.P95, true
+		}
+	}
 	if l == nil {
 		return 0, false
 	}
@@ -99,6 +119,15 @@ func combine(samples []*v1alpha1.Metrics, f func(values []float64) float64) v1al
 		}
 		out.WakeupLatencyUs.Count = int64(math.Round(f(count)))
 	}
+	if out.RequestLatencyUs != nil {
+		var count []float64
+		for _, s := range samples {
+			if s != nil && s.RequestLatencyUs != nil {
+				count = append(count, float64(s.RequestLatencyUs.Count))
+			}
+		}
+		out.RequestLatencyUs.Count = int64(math.Round(f(count)))
+	}
 	return out
 }
 
@@ -114,6 +143,10 @@ func setMetric(m *v1alpha1.Metrics, name string, v float64) {
 		m.DeadlineMissRatio = &v
 	case "opsPerSec":
 		m.OpsPerSec = &v
+	case "throughput":
+		m.Throughput = &v
+	case "dropped":
+		m.Dropped = &v
 	case "ctxSwitchesPerSec.voluntary":
 		if m.CtxSwitchesPerSec == nil {
 			m.CtxSwitchesPerSec = &v1alpha1.ContextSwitches{}
@@ -137,10 +170,26 @@ func setMetric(m *v1alpha1.Metrics, name string, v float64) {
 			m.LateFraction.Over10ms = v
 		}
 	default:
+		if strings.HasPrefix(name, "requestLatencyUs.") {
+			if m.RequestLatencyUs == nil {
+				m.RequestLatencyUs = &v1alpha1.LatencySummary{}
+			}
+			if name == "requestLatencyUs.p95" {
+				m.RequestLatencyUs.P95 = v
+				return
+			}
+			setLatency(m.RequestLatencyUs, "wakeupLatencyUs."+strings.TrimPrefix(name, "requestLatencyUs."), v)
+			return
+		}
 		if m.WakeupLatencyUs == nil {
 			m.WakeupLatencyUs = &v1alpha1.LatencySummary{}
 		}
-		l := m.WakeupLatencyUs
+		setLatency(m.WakeupLatencyUs, name, v)
+	}
+}
+
+func setLatency(l *v1alpha1.LatencySummary, name string, v float64) {
+	{
 		switch name {
 		case "wakeupLatencyUs.p50":
 			l.P50 = v
@@ -162,11 +211,7 @@ func mean(v []float64) float64 {
 	if len(v) == 0 {
 		return 0
 	}
-	s := 0.0
-	for _, x := range v {
-		s += x
-	}
-	return s / float64(len(v))
+	return stat.Mean(v, nil)
 }
 
 // stddev is the sample standard deviation (n−1); 0 for fewer than two.
@@ -174,10 +219,5 @@ func stddev(v []float64) float64 {
 	if len(v) < 2 {
 		return 0
 	}
-	m := mean(v)
-	s := 0.0
-	for _, x := range v {
-		s += (x - m) * (x - m)
-	}
-	return math.Sqrt(s / float64(len(v)-1))
+	return stat.StdDev(v, nil)
 }

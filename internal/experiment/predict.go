@@ -125,7 +125,7 @@ func summarizeReplicas(samples []*v1alpha1.Metrics) (mid, low, high v1alpha1.Met
 		if len(v) < 2 {
 			return 0
 		}
-		return tCritical95(len(v)-1) * stddev(v) / math.Sqrt(float64(len(v)))
+		return tCritical95(float64(len(v)-1)) * stddev(v) / math.Sqrt(float64(len(v)))
 	}
 	mid = combine(samples, mean)
 	low = combine(samples, func(v []float64) float64 { return max(0, mean(v)-half(v)) })
@@ -147,6 +147,24 @@ func ShapeForKernel(cpus int32, kernelVersion string) v1alpha1.NodeShape {
 			s.Kernel = kernelVersion
 		}
 	}
+	return s
+}
+
+// ShapeFromCapabilities is the one translation of what an agent detected on
+// a node into the simulator's node shape: CPUs and the kernel's family, the
+// tick rate and the preemption model where known. The controller, the
+// analysis and `schedlab run` all use it, so a node's prediction is the same
+// whichever of them makes it.
+func ShapeFromCapabilities(c *v1alpha1.NodeCapabilities) v1alpha1.NodeShape {
+	s := ShapeForKernel(c.CPUs, c.KernelVersion)
+	if c.Scheduler != "" {
+		s.Scheduler = c.Scheduler
+	}
+	switch c.HZ {
+	case 100, 250, 300, 1000:
+		s.HZ = c.HZ
+	}
+	s.Preempt = c.Preempt
 	return s
 }
 
@@ -279,6 +297,17 @@ func SimInput(spec *v1alpha1.SchedExperimentSpec, variant int, shape v1alpha1.No
 				MeanRunNs:   durNs(g.Pattern.MeanRun),
 				MeanSleepNs: durNs(g.Pattern.MeanSleep),
 			}
+			if p := g.Pattern; p.Type == v1alpha1.PatternServer && p.Rate != nil && p.Service != nil {
+				sp := &simengine.ServerPattern{RatePerSec: float64(*p.Rate), Arrivals: string(p.Arrivals),
+					Service: string(p.Service.Distribution), ServiceMeanNs: p.Service.Mean.Nanoseconds(), ServiceP99Ns: durNs(p.Service.P99)}
+				if p.Fanout != nil {
+					sp.Fanout = int(*p.Fanout)
+				}
+				if p.Queue != nil {
+					sp.Queue = int(*p.Queue)
+				}
+				sg.Pattern.Server = sp
+			}
 		} else {
 			sg.Pattern = simengine.Pattern{Type: simengine.PatternType(v1alpha1.PatternHog)}
 		}
@@ -368,6 +397,15 @@ func FromSim(m simengine.Metrics) v1alpha1.Metrics {
 	}
 	if m.OpsPerSec != nil {
 		out.OpsPerSec = ptr(*m.OpsPerSec)
+	}
+	if l := m.RequestLatencyUs; l != nil {
+		out.RequestLatencyUs = &v1alpha1.LatencySummary{P50: l.P50, P90: l.P90, P95: l.P95, P99: l.P99, P999: l.P999, Max: l.Max, Mean: l.Mean, Count: l.Count}
+	}
+	if m.Throughput != nil {
+		out.Throughput = ptr(*m.Throughput)
+	}
+	if m.Dropped != nil {
+		out.Dropped = ptr(*m.Dropped)
 	}
 	return out
 }

@@ -6,6 +6,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/schedlab/schedlab/api/v1alpha1"
 	"github.com/schedlab/schedlab/internal/simengine"
 )
 
@@ -138,5 +139,20 @@ func TestPredictDeterministic(t *testing.T) {
 		if a[i].Metrics.CPU != b[i].Metrics.CPU {
 			t.Fatalf("same seed, different cpu: %v vs %v", a[i].Metrics.CPU, b[i].Metrics.CPU)
 		}
+	}
+}
+
+// One translation of capabilities into a shape: family from the kernel
+// (or as detected), HZ only when it is a real tick rate, the preemption model.
+func TestShapeFromCapabilities(t *testing.T) {
+	got := ShapeFromCapabilities(&v1alpha1.NodeCapabilities{CPUs: 8, KernelVersion: "6.1.0-18-amd64", HZ: 250, Preempt: v1alpha1.PreemptFull})
+	want := ShapeForKernel(8, "6.1.0-18-amd64")
+	want.HZ, want.Preempt = 250, v1alpha1.PreemptFull
+	if got != want || got.Scheduler != v1alpha1.SchedulerCFS {
+		t.Errorf("6.1 node: %+v, want %+v", got, want)
+	}
+	got = ShapeFromCapabilities(&v1alpha1.NodeCapabilities{CPUs: 2, KernelVersion: "6.18.44", HZ: 123})
+	if got.Scheduler != v1alpha1.SchedulerEEVDF || got.HZ != 0 || ShapeName(got) != "2cpu-EEVDF" {
+		t.Errorf("6.18 node with HZ 123: %+v (%s), want EEVDF, HZ unset, 2cpu-EEVDF", got, ShapeName(got))
 	}
 }

@@ -19,6 +19,12 @@ type Report struct {
 	BestVariant  string                     `json:"bestVariant,omitempty"`
 	BestReason   string                     `json:"bestVariantReason,omitempty"`
 	PredError    string                     `json:"predictionError,omitempty"`
+	// Experiment and Spec say what was run, so that `schedlab promote` can
+	// turn a local run's winner into a SchedProfile.
+	Experiment string                        `json:"experiment,omitempty"`
+	Spec       *v1alpha1.SchedExperimentSpec `json:"spec,omitempty"`
+	// Recommendation is the significantly better variant, if any.
+	Recommendation *v1alpha1.Recommendation `json:"recommendation,omitempty"`
 }
 
 // NodeReport is the node shape a variant's predictions are for.
@@ -109,7 +115,21 @@ func MeasuredReport(spec *v1alpha1.SchedExperimentSpec, node v1alpha1.NodeShape,
 		})
 	}
 	r.BestVariant, r.BestReason = BestVariant(spec, results)
+	r.Spec = spec.DeepCopy()
+	r.Recommendation = Recommend(spec, results, r.BestVariant, 0)
 	return r
+}
+
+// Results rebuilds the measured results of a report, for the measured rows
+// (one node, no shape).
+func (r *Report) Results() []v1alpha1.GroupResult {
+	var out []v1alpha1.GroupResult
+	for _, v := range r.Variants {
+		for _, g := range v.Groups {
+			out = append(out, v1alpha1.GroupResult{Variant: v.Name, Group: g.Name, Measured: g.Measured, Predicted: g.Predicted, Unsupported: v.Unsupported})
+		}
+	}
+	return out
 }
 
 // WriteJSON prints the report as indented JSON.

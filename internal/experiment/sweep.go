@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/schedlab/schedlab/api/v1alpha1"
@@ -55,6 +56,8 @@ func sweepParamName(p v1alpha1.SweepParameter) string {
 		return p.Group + ".tasks"
 	case v1alpha1.SweepCPUWeight:
 		return p.Group + ".cpuWeight"
+	case v1alpha1.SweepRate:
+		return p.Group + ".rate"
 	case v1alpha1.SweepCPUs:
 		return "cpus"
 	case v1alpha1.SweepNrMigrate:
@@ -96,7 +99,7 @@ func ApplySweepPoint(spec *v1alpha1.SchedExperimentSpec, shape v1alpha1.NodeShap
 		v := at[i]
 		p := a.Param
 		switch p.Target {
-		case v1alpha1.SweepReplicas, v1alpha1.SweepTasks, v1alpha1.SweepCPUWeight:
+		case v1alpha1.SweepReplicas, v1alpha1.SweepTasks, v1alpha1.SweepCPUWeight, v1alpha1.SweepRate:
 			s.SetGroupParameter(p, v)
 		case v1alpha1.SweepCPUs:
 			shape.CPUs = int32(v)
@@ -270,45 +273,33 @@ func RunSweep(ctx context.Context, spec *v1alpha1.SchedExperimentSpec, shapes []
 	if workers > len(jobs) {
 		workers = len(jobs)
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	next := make(chan int)
-	errs := make([]error, len(jobs))
-	var wg sync.WaitGroup
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(workers)
 	var mu sync.Mutex
 	done := 0
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				res, err := runSweepJob(spec, shapes, axes, grid, cols, jobs[i], warmup, popts)
-				if err != nil {
-					errs[i] = err
-					cancel()
-					continue
-				}
-				out.Results[i] = res
-				if opts.Progress != nil {
-					mu.Lock()
-					done++
-					opts.Progress(done, len(jobs))
-					mu.Unlock()
-				}
-			}
-		}()
-	}
-feed:
 	for i := range jobs {
-		select {
-		case next <- i:
-		case <-ctx.Done():
-			break feed
+		if gctx.Err() != nil {
+			break
 		}
+		g.Go(func() error {
+			if err := gctx.Err(); err != nil {
+				return err
+			}
+			res, err := runSweepJob(spec, shapes, axes, grid, cols, jobs[i], warmup, popts)
+			if err != nil {
+				return err
+			}
+			out.Results[i] = res
+			if opts.Progress != nil {
+				mu.Lock()
+				done++
+				opts.Progress(done, len(jobs))
+				mu.Unlock()
+			}
+			return nil
+		})
 	}
-	close(next)
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := g.Wait(); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {

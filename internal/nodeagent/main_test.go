@@ -16,5 +16,8 @@ func TestMain(m *testing.M) {
 	if os.Getenv(killChildEnv) != "" {
 		os.Exit(killChild())
 	}
+	if os.Getenv(profileKillChildEnv) != "" {
+		os.Exit(profileKillChild())
+	}
 	os.Exit(m.Run())
 }

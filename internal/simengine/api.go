@@ -164,6 +164,7 @@ const (
 	LatencyProbe PatternType = "LatencyProbe"
 	PingPong     PatternType = "PingPong"
 	Burst        PatternType = "Burst"
+	Server       PatternType = "Server"
 )
 
 // Pattern describes what each task of a group does.
@@ -180,6 +181,8 @@ type Pattern struct {
 	// MeanRunNs and MeanSleepNs are the Burst means (exponential distributions).
 	MeanRunNs   int64 `json:"meanRunNs,omitempty"`
 	MeanSleepNs int64 `json:"meanSleepNs,omitempty"`
+	// Server is the request process of a Server pattern (see server.go).
+	Server *ServerPattern `json:"server,omitempty"`
 }
 
 // Group is a set of identical cgroups (Replicas) with Tasks tasks each, or a
@@ -228,6 +231,7 @@ type Input struct {
 type Latency struct {
 	P50   float64 `json:"p50"`
 	P90   float64 `json:"p90"`
+	P95   float64 `json:"p95,omitempty"` // request latency only
 	P99   float64 `json:"p99"`
 	P999  float64 `json:"p999"`
 	Max   float64 `json:"max"`
@@ -261,6 +265,11 @@ type Metrics struct {
 	CtxSwitchesPerSec CtxSwitches `json:"ctxSwitchesPerSec"`
 	DeadlineMissRatio *float64    `json:"deadlineMissRatio,omitempty"`
 	OpsPerSec         *float64    `json:"opsPerSec,omitempty"`
+	// Server groups: request latency from the scheduled arrival to the
+	// completion, completed and dropped requests per second.
+	RequestLatencyUs *Latency `json:"requestLatencyUs,omitempty"`
+	Throughput       *float64 `json:"throughput,omitempty"`
+	Dropped          *float64 `json:"dropped,omitempty"`
 }
 
 // GroupResult holds a group's metrics and, in PerTask, its tasks' metrics

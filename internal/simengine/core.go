@@ -340,7 +340,12 @@ func (s *sim) timerSoftExpiry(ti int32) {
 func (s *sim) wakeTask(ti, wakerCPU int32, sync bool) {
 	t := &s.tasks[ti]
 	t.timerWake = false
-	if s.wakeNs == 0 {
+	// A wake-up that stays on the waker's CPU, or of a task still queued as
+	// delayed, is done by the waker itself inside its system call, before it
+	// blocks: ttwu_queue_cond() (v6.12) sends no IPI to the local CPU and
+	// ttwu_runnable() requeues in place. Only a wake-up onto another CPU
+	// waits for the wake-up path (the IPI and the remote enqueue).
+	if s.wakeNs == 0 || (t.state == tsSleeping && (t.cpu == wakerCPU || s.ents[t.se].delayed)) {
 		s.tryToWakeUp(ti, wakerCPU, sync, s.now)
 		return
 	}

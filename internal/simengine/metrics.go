@@ -313,6 +313,9 @@ func (s *sim) result() *Result {
 				gm.DeadlineMissRatio = &r
 			}
 		}
+		if g.Pattern.Type == Server {
+			s.serverMetrics(gi, &gm, secs)
+		}
 		gr.Metrics = gm
 		res.Groups = append(res.Groups, gr)
 	}

@@ -46,6 +46,7 @@ const (
 	patProbe
 	patPingPong
 	patBurst
+	patServer
 )
 
 // Task states.
@@ -69,6 +70,7 @@ const (
 	evWake
 	evPeriod
 	evTimerSoft // a timer sleep's soft expiry passed at a tick: expires if the tick runs on its CPU
+	evArrival   // a Server replica's next request arrives (a = server)
 )
 
 // entity is a sched_entity: a task's or a per-CPU group entity.
@@ -187,6 +189,8 @@ type task struct {
 	pat   taskPattern
 	slack int64 // timer_slack_ns
 	rng   *rand.Rand
+	srv   int32 // Server worker: its replica's server, -1 otherwise
+	req   int32 // Server worker: the request slot it serves
 
 	pl pelt2 // util_avg and runnable_avg
 
@@ -266,6 +270,7 @@ type sim struct {
 	tasks []task
 	cpus  []cpuState
 
+	servers  []server // Server replicas (server.go)
 	pending  []int32
 	rt       *runEndTree // earliest run end over CPUs
 	rp       int32       // leaves of rt in use (a power of two >= nCPU)
@@ -497,6 +502,8 @@ func (s *sim) build() {
 			kind = patPingPong
 		case Burst:
 			kind = patBurst
+		case Server:
+			kind = patServer
 		}
 		slack := g.TimerSlackNs
 		if slack == 0 {
@@ -516,6 +523,10 @@ func (s *sim) build() {
 				}
 			}
 			first := int32(len(s.tasks))
+			srv := int32(-1)
+			if kind == patServer {
+				srv = s.newServer(gi, r)
+			}
 			for i := 0; i < g.Tasks; i++ {
 				ti := int32(len(s.tasks))
 				se := s.newEntity(entity{weight: w, my: -1, parent: -1, task: ti, idle: pol == polIdle,
@@ -523,7 +534,7 @@ func (s *sim) build() {
 				t := task{se: se, tg: tg, cpu: -1, group: int32(gi), policy: pol, kind: kind,
 					pat: taskPattern{RunNs: g.Pattern.RunNs, PeriodNs: g.Pattern.PeriodNs, IntervalNs: g.Pattern.IntervalNs,
 						MeanRunNs: g.Pattern.MeanRunNs, MeanSleepNs: g.Pattern.MeanSleepNs}, wakeAt: -1, partner: -1, cpuPos: -1, vNormalized: true,
-					slack: slack, rng: rand.New(rand.NewPCG(in.Seed, uint64(ti)+0x9e3779b97f4a7c15))}
+					slack: slack, srv: srv, req: -1, rng: rand.New(rand.NewPCG(in.Seed, uint64(ti)+0x9e3779b97f4a7c15))}
 				if kind == patPingPong {
 					t.partner = first + int32(i^1)
 				}
@@ -620,8 +631,11 @@ func (s *sim) start() {
 			t.release = t.rng.Int64N(t.pat.IntervalNs)
 			t.state = tsSleeping
 			s.armTimer(ti, t.release)
+		case patServer:
+			s.startWorker(ti)
 		}
 	}
+	s.startServers()
 	for i := range s.tgs {
 		if s.tgs[i].quota > 0 {
 			s.push(event{t: s.tgs[i].period, kind: evPeriod, a: int32(i)})
@@ -679,6 +693,8 @@ func (s *sim) loop() {
 			s.timerSoftExpiry(e.a)
 		case evPeriod:
 			s.periodTimer(e.a)
+		case evArrival:
+			s.arrival(e.a)
 		}
 		s.flushResched()
 	}

@@ -339,6 +339,10 @@ func validatePattern(where string, g *Group) error {
 		if g.Tasks%2 != 0 {
 			return fmt.Errorf("%s: PingPong pairs tasks 0-1, 2-3, ...; set tasks to an even number", where)
 		}
+	case Server:
+		if err := validateServer(where, g); err != nil {
+			return err
+		}
 	case Burst:
 		if p.MeanRunNs < 1000 || p.MeanSleepNs < 1000 {
 			return fmt.Errorf("%s: a Burst pattern needs meanRunNs >= 1000 and meanSleepNs >= 1000", where)

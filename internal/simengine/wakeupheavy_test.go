@@ -46,7 +46,12 @@ func wakeupHeavyInput(c wakeupHeavyCase, kernel string) Input {
 	// (a few µs of system time per message): PingPong's 2 µs default
 	// (RunNs 0) stands for it.
 	run := c.workNs
-	in := Input{Node: Node{CPUs: c.cpus, Kernel: kernel}, DurationNs: 2e9, WarmupNs: 1e9, Seed: 1,
+	// The wake-up path is free here (freeWakeups): with the default node
+	// constants the two-CPU cases with three pairs predict 1.76/0.24 and
+	// the autogroup-off case 0.68/1.32, 0.2 CPU from the measurement; the
+	// constants' share in that is not reconciled yet
+	// (docs/wakeup-heavy-groups.md).
+	in := Input{Node: Node{CPUs: c.cpus, Kernel: kernel, Constants: freeWakeups}, DurationNs: 2e9, WarmupNs: 1e9, Seed: 1,
 		Groups: []Group{
 			{Name: "A", Tasks: 2 * c.pairs, CPUWeight: c.weightA, Pattern: Pattern{Type: PingPong, RunNs: run}},
 			{Name: "B", Tasks: c.hogs, CPUWeight: c.weightB},

@@ -94,6 +94,8 @@ func (s *sim) burstDone(ti int32) {
 			// The reply was already there: keep running.
 			s.armRunEnd(t.cpu)
 		}
+	case patServer:
+		s.serviceDone(ti)
 	default:
 		t.workEnd = never
 	}

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -79,6 +80,12 @@ func TestHelmChart(t *testing.T) {
 			"--set", "agent.priorityClassName=system-node-critical",
 			"--set", "agent.tolerations[0].operator=Exists",
 			"--set", "agent.stateDir=/var/lib/schedlab-lab",
+			"--set", "agent.nodeSelector.schedlab\\.io/pool=lab,agent.nodeSelector.zone=a",
+			"--set", "agent.imagePullSecrets[0].name=agentcred",
+			"--set", "agent.resources.requests.cpu=20m,agent.resources.limits.memory=256Mi",
+			"--set", "controller.metrics.serviceMonitor.enabled=true,controller.metrics.serviceMonitor.labels.release=prom",
+			"--set", "controller.grafanaDashboard.enabled=true",
+			"--set", "controller.logFormat=json",
 			"--set", "commonLabels.team=kernel",
 		},
 		"no-metrics-existing-accounts": {
@@ -95,9 +102,15 @@ func TestHelmChart(t *testing.T) {
 
 	t.Run("rendering", func(t *testing.T) {
 		checkRendering(t, rendered["defaults"])
-		if !strings.Contains(string(rendered["everything"]), "registry.example/schedlab-agent:v1") {
-			t.Errorf("agent.image did not reach --agent-image")
+		every := string(rendered["everything"])
+		for _, want := range []string{"registry.example/schedlab-agent:v1", "--agent-node-selector=schedlab.io/pool=lab,zone=a",
+			"--agent-image-pull-secrets=agentcred", `--agent-resources={\"limits\":{\"memory\":\"256Mi\"},\"requests\":{\"cpu\":\"20m\"}}`,
+			"--log-format=json", "kind: ServiceMonitor", "scheme: https", "schedlab.json:"} {
+			if !strings.Contains(every, want) {
+				t.Errorf("the everything rendering lacks %q", want)
+			}
 		}
+		checkDashboardConfigMap(t, rendered["everything"])
 		kinds := kindsOf(t, rendered["no-metrics-existing-accounts"])
 		for k := range kinds {
 			if strings.HasPrefix(k, "ServiceAccount/") || strings.HasPrefix(k, "Service/") {
@@ -135,7 +148,9 @@ func TestHelmChart(t *testing.T) {
 
 	for name, manifests := range rendered {
 		t.Run("helm/"+name+"/server-dry-run", func(t *testing.T) {
-			command(t, manifests, kubectl(), "--kubeconfig", kubeconfig, "apply", "--dry-run=server", "-f", "-")
+			// The ServiceMonitor needs the Prometheus Operator's CRDs, which this API server
+			// does not have; its rendering is checked above.
+			command(t, withoutKind(t, manifests, "ServiceMonitor"), kubectl(), "--kubeconfig", kubeconfig, "apply", "--dry-run=server", "-f", "-")
 		})
 	}
 	t.Run("helm/crds/server-dry-run", func(t *testing.T) {
@@ -153,6 +168,73 @@ func TestHelmChart(t *testing.T) {
 		}
 		command(t, out, kubectl(), "--kubeconfig", kubeconfig, "apply", "--dry-run=server", "-f", "-")
 	})
+}
+
+// TestHelmValuesSchema: values.schema.json refuses values a user gets wrong
+// (a misspelt key, a wrong type, a value outside its set), naming the key,
+// and accepts the defaults.
+func TestHelmValuesSchema(t *testing.T) {
+	requireBinaries(t)
+	h := helm(t)
+	chart := path("charts", "schedlab")
+	command(t, nil, h, "lint", "--strict", chart)
+	for _, c := range []struct{ set, want string }{
+		{"agent.resoruces.requests.cpu=1", "resoruces"},
+		{"controller.metrics.port=http", "port"},
+		{"controller.logFormat=xml", "logFormat"},
+		{"agent.image.pullPolicy=Sometimes", "pullPolicy"},
+		{"agent.tolerations[0].operator=Maybe", "operator"},
+		{"agent.stateDir=relative/dir", "stateDir"},
+		{"agent.imagePullSecrets[0]=regcred", "imagePullSecrets"},
+	} {
+		out, err := tryCommand(nil, h, "template", "schedlab", chart, "--set", c.set)
+		if err == nil {
+			t.Errorf("--set %s accepted; want the schema to refuse it", c.set)
+			continue
+		}
+		if !strings.Contains(err.Error(), "values don't meet the specifications of the schema") || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("--set %s: error does not name %s:\n%v\n%s", c.set, c.want, err, out)
+		}
+	}
+}
+
+// checkDashboardConfigMap: the dashboard ConfigMap holds the chart's
+// dashboard JSON, which parses (its queries are checked against the exported
+// metrics in package controllers).
+func checkDashboardConfigMap(t *testing.T, manifests []byte) {
+	t.Helper()
+	for _, doc := range splitYAML(manifests) {
+		var cm corev1.ConfigMap
+		if err := yaml.Unmarshal(doc, &cm); err != nil || cm.Kind != "ConfigMap" || cm.Data["schedlab.json"] == "" {
+			continue
+		}
+		var dash map[string]any
+		if err := json.Unmarshal([]byte(cm.Data["schedlab.json"]), &dash); err != nil {
+			t.Fatalf("dashboard ConfigMap %s: %v", cm.Name, err)
+		}
+		if dash["title"] != "schedlab" || cm.Labels["grafana_dashboard"] != "1" {
+			t.Errorf("dashboard ConfigMap %s: title %v labels %v", cm.Name, dash["title"], cm.Labels)
+		}
+		return
+	}
+	t.Errorf("no dashboard ConfigMap rendered")
+}
+
+// withoutKind drops the documents of one kind.
+func withoutKind(t *testing.T, manifests []byte, kind string) []byte {
+	t.Helper()
+	var out bytes.Buffer
+	for _, doc := range splitYAML(manifests) {
+		var meta metav1.TypeMeta
+		mustUnmarshal(t, doc, &meta)
+		if meta.Kind == kind {
+			continue
+		}
+		out.WriteString("---\n")
+		out.Write(doc)
+		out.WriteString("\n")
+	}
+	return out.Bytes()
 }
 
 // checkRendering checks the default rendering: the manager is unprivileged and non-root, every

@@ -49,19 +49,28 @@ func TestLocalCluster(t *testing.T) {
 	}
 	requireBinaries(t, "bin/schedlab", "bin/k8s/etcd", "bin/k8s/kube-apiserver", "bin/k8s/kube-controller-manager",
 		"bin/k8s/kube-scheduler", "bin/k8s/kubectl")
-	l := startLab(t)
+	metricsAddr := freeAddr(t)
+	l := startLab(t, "--metrics-bind-address="+metricsAddr)
 
-	t.Run("Simulate", func(t *testing.T) { testSimulate(t, l) })
+	finished := []string{}
+	t.Run("Simulate", func(t *testing.T) {
+		testSimulate(t, l)
+		finished = append(finished, v1alpha1.ReasonSimulated)
+	})
 	t.Run("Measure", func(t *testing.T) {
 		if os.Geteuid() != 0 {
 			t.Skip("skipping the Measure flow: it writes scheduler knobs and creates cgroups on this machine, which needs root " +
 				"(run the tests as root, e.g. `sudo -E make test`); the Simulate flow and the chart tests ran")
 		}
 		testMeasure(t, l)
+		if !t.Failed() {
+			finished = append(finished, v1alpha1.ReasonSucceeded)
+		}
 	})
+	t.Run("Metrics", func(t *testing.T) { testMetrics(t, l, metricsAddr, finished) })
 }
 
-func startLab(t *testing.T) *lab.Lab {
+func startLab(t *testing.T, managerArgs ...string) *lab.Lab {
 	t.Helper()
 	start := time.Now()
 	// Install what the chart installs, except the manager Deployment (replicas 0: the manager
@@ -74,7 +83,7 @@ func startLab(t *testing.T) *lab.Lab {
 		Dir:         t.TempDir(),
 		RepoRoot:    repoRoot,
 		Manifests:   manifests,
-		ManagerArgs: []string{"--deadline-margin=3m", "--restore-timeout=1m"},
+		ManagerArgs: append([]string{"--deadline-margin=3m", "--restore-timeout=1m"}, managerArgs...),
 		Logf:        t.Logf,
 	})
 	if err != nil {
@@ -191,15 +200,7 @@ func testMeasure(t *testing.T, l *lab.Lab) {
 		time.Sleep(20 * time.Second)
 	}
 	logResults(t, got)
-	out, err := l.Kubectl(ctx, nil, "get", "schedexperiments", exp.Name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("kubectl get schedexperiments:\n%s", out)
-	if f := strings.Fields(string(out)); len(f) < 9 || !slices.Equal(f[:4], []string{"NAME", "MODE", "NODES", "BEST"}) ||
-		!slices.Contains(f, "Measure") || !slices.Contains(f, "1/1") {
-		t.Errorf("kubectl get schedexperiments does not show the printer columns (NAME MODE NODES BEST ...) with Measure and 1/1")
-	}
+	checkKubectlGet(t, l, exp.Name)
 
 	for _, c := range []string{v1alpha1.ConditionDegraded, v1alpha1.ConditionFailed} {
 		if meta.IsStatusConditionTrue(got.Status.Conditions, c) {
@@ -251,7 +252,7 @@ func testMeasure(t *testing.T, l *lab.Lab) {
 
 	// The machine as it was: every check, with a grace period for processes to be reaped.
 	var after hostState
-	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		after = readHostState(t)
 		return after.autogroup == before.autogroup && len(after.newCgroups(before, exp.Name)) == 0 && len(after.procs) == 0, nil
 	})
@@ -324,6 +325,47 @@ func waitCompleted(t *testing.T, l *lab.Lab, name string, timeout time.Duration)
 		return &exp, fmt.Errorf("waiting for %s to complete: %w; last status: %s", name, err, progressLine(&exp))
 	}
 	return &exp, nil
+}
+
+// checkKubectlGet: `kubectl get sx,nr` (the short names) shows STATUS first
+// in the default view of both kinds: Succeeded for the experiment, Completed
+// and restored for its NodeRun.
+func checkKubectlGet(t *testing.T, l *lab.Lab, name string) {
+	t.Helper()
+	out, err := l.Kubectl(context.Background(), nil, "get", "sx,nr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("kubectl get sx,nr:\n%s", out)
+	tables := strings.Split(strings.TrimSpace(string(out)), "\n\n")
+	if len(tables) != 2 {
+		t.Fatalf("kubectl get sx,nr printed %d tables, want 2 (SchedExperiments, NodeRuns)", len(tables))
+	}
+	want := []struct {
+		header []string
+		row    []string
+	}{
+		{[]string{"NAME", "STATUS", "MODE", "NODES", "BEST", "PRED-ERROR", "AGE"}, []string{"schedexperiment.schedlab.io/" + name, "Succeeded", "Measure", "1/1"}},
+		{[]string{"NAME", "STATUS", "EXPERIMENT", "NODE", "DONE", "TOTAL", "RESTORED", "AGE"}, []string{"Completed", name, "true"}},
+	}
+	for i, tab := range tables {
+		lines := strings.Split(tab, "\n")
+		if got := strings.Fields(lines[0]); !slices.Equal(got, want[i].header) {
+			t.Errorf("table %d header %v, want %v", i, got, want[i].header)
+		}
+		found := false
+		for _, line := range lines[1:] {
+			f := strings.Fields(line)
+			ok := true
+			for _, w := range want[i].row {
+				ok = ok && slices.Contains(f, w)
+			}
+			found = found || ok
+		}
+		if !found {
+			t.Errorf("table %d has no row with %v:\n%s", i, want[i].row, tab)
+		}
+	}
 }
 
 func progressLine(exp *v1alpha1.SchedExperiment) string {

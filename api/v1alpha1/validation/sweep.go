@@ -16,6 +16,7 @@ var sweepBounds = map[v1alpha1.SweepTarget][2]int64{
 	v1alpha1.SweepReplicas:          {1, 512},
 	v1alpha1.SweepTasks:             {1, 512},
 	v1alpha1.SweepCPUWeight:         {1, 10000},
+	v1alpha1.SweepRate:              {1, v1alpha1.MaxServerRate},
 	v1alpha1.SweepCPUs:              {1, 1024},
 	v1alpha1.SweepNrMigrate:         {1, 1024},
 	v1alpha1.SweepBaseSlice:         {100, 100000},
@@ -66,6 +67,9 @@ func (v *validator) sweep(s *v1alpha1.SchedExperimentSpec, root *field.Path) {
 			}
 			if strings.HasPrefix(string(c.Metric), "wakeupLatencyUs.") && pt == v1alpha1.PatternHog {
 				v.addf(f.Child("metric"), "a wakeupLatencyUs constraint needs a group that sleeps and wakes (not a Hog): %q never sleeps", c.Group)
+			}
+			if v1alpha1.IsServerMetric(string(c.Metric)) && pt != v1alpha1.PatternServer {
+				v.addf(f.Child("metric"), "requestLatencyUs, throughput and dropped apply to Server groups only: %q is %s", c.Group, pt)
 			}
 			if c.Metric == "deadlineMissRatio" && pt != v1alpha1.PatternPeriodic {
 				v.addf(f.Child("metric"), "deadlineMissRatio applies to Periodic groups only: %q is %s", c.Group, pt)
@@ -124,11 +128,11 @@ func (v *validator) sweepParameter(f *field.Path, s *v1alpha1.SchedExperimentSpe
 	groups map[string]*v1alpha1.Group, isParent map[string]bool) {
 	bounds, ok := sweepBounds[p.Target]
 	if !ok {
-		v.addf(f.Child("target"), "%q: use Replicas, Tasks, CPUWeight, CPUs, BaseSlice, Latency, MinGranularity, WakeupGranularity, MigrationCost or NrMigrate", p.Target)
+		v.addf(f.Child("target"), "%q: use Replicas, Tasks, CPUWeight, Rate, CPUs, BaseSlice, Latency, MinGranularity, WakeupGranularity, MigrationCost or NrMigrate", p.Target)
 		return
 	}
 	if p.Target.IsGroupTarget() != (p.Group != "") {
-		v.addf(f.Child("group"), "Replicas, Tasks and CPUWeight need group (the workload group they change); other targets take no group")
+		v.addf(f.Child("group"), "Replicas, Tasks, CPUWeight and Rate need group (the workload group they change); other targets take no group")
 	}
 	g := groups[p.Group]
 	if p.Group != "" && g == nil {
@@ -176,6 +180,9 @@ func (v *validator) sweepParameter(f *field.Path, s *v1alpha1.SchedExperimentSpe
 	}
 	if p.Target == v1alpha1.SweepReplicas && (g.Session != "" || isParent[g.Name]) {
 		v.addf(f.Child("group"), "%q is a session or a parent group, which has exactly one replica: sweep another group's replicas", g.Name)
+	}
+	if p.Target == v1alpha1.SweepRate && (g.Pattern == nil || g.Pattern.Type != v1alpha1.PatternServer) {
+		v.addf(f.Child("group"), "a Rate sweep parameter's group must be a Server group: %q is not", g.Name)
 	}
 	if p.Target == v1alpha1.SweepCPUWeight && g.Session != "" {
 		v.addf(f.Child("group"), "%q runs in a session outside any cgroup: it has no cpuWeight to sweep", g.Name)

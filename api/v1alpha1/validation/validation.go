@@ -346,7 +346,7 @@ func (v *validator) group(f *field.Path, g *v1alpha1.Group) {
 	}
 	if g.Pattern == nil {
 		if tasks > 0 {
-			v.addf(f.Child("pattern"), "a group with tasks needs a pattern (Hog, Periodic, LatencyProbe, PingPong or Burst)")
+			v.addf(f.Child("pattern"), "a group with tasks needs a pattern (Hog, Periodic, LatencyProbe, PingPong, Burst or Server)")
 		}
 		return
 	}
@@ -379,8 +379,18 @@ func (v *validator) pattern(f *field.Path, p *v1alpha1.Pattern, tasks int32) {
 		if p.MeanRun == nil || p.MeanSleep == nil {
 			v.addf(f, "a Burst pattern needs meanRun and meanSleep")
 		}
+	case v1alpha1.PatternServer:
 	default:
-		v.errs = append(v.errs, field.NotSupported(f.Child("type"), string(p.Type), []string{"Hog", "Periodic", "LatencyProbe", "PingPong", "Burst"}))
+		v.errs = append(v.errs, field.NotSupported(f.Child("type"), string(p.Type), []string{"Hog", "Periodic", "LatencyProbe", "PingPong", "Burst", "Server"}))
+	}
+	for _, e := range p.ServerErrors(tasks) {
+		ef := f
+		for _, name := range strings.Split(strings.TrimPrefix(e.Field, "."), ".") {
+			if name != "" {
+				ef = ef.Child(name)
+			}
+		}
+		v.addf(ef, "%s", e.Msg)
 	}
 }
 

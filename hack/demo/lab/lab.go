@@ -16,6 +16,7 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -25,7 +26,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/schedlab/schedlab/api"
+	"github.com/schedlab/schedlab/api/v1alpha1"
 	"github.com/schedlab/schedlab/hack/localcluster/cluster"
+	"github.com/schedlab/schedlab/internal/nodeagent"
+	"github.com/schedlab/schedlab/internal/nodeagent/host"
 )
 
 // Namespace is the operator's namespace in the lab.
@@ -125,7 +129,7 @@ func Start(ctx context.Context, o Options) (_ *Lab, err error) {
 		return nil, fmt.Errorf("lab: installing schedlab: %w", err)
 	}
 	if _, err := l.Kubectl(ctx, nil, "wait", "--for=condition=Established", "--timeout=60s",
-		"crd/schedexperiments.schedlab.io", "crd/noderuns.schedlab.io"); err != nil {
+		"crd/schedexperiments.schedlab.io", "crd/noderuns.schedlab.io", "crd/schedprofiles.schedlab.io"); err != nil {
 		return nil, err
 	}
 	if err := l.installFakeRuntime(ctx); err != nil {
@@ -243,5 +247,64 @@ func (l *Lab) Stop() error {
 	if l.Cluster != nil {
 		l.Cluster.Stop()
 	}
+	return err
+}
+
+// KustomizeManifests renders config/crd and config/rbac with bin/k8s/kubectl kustomize: what
+// Options.Manifests needs when the chart (and helm) is not at hand.
+func KustomizeManifests(ctx context.Context, root string) ([]byte, error) {
+	var manifests []byte
+	for _, dir := range []string{"config/crd", "config/rbac"} {
+		out, err := exec.CommandContext(ctx, filepath.Join(root, "bin", "k8s", "kubectl"), "kustomize", filepath.Join(root, dir)).Output()
+		if err != nil {
+			return nil, fmt.Errorf("kubectl kustomize %s: %w", dir, err)
+		}
+		manifests = append(append(manifests, out...), []byte("\n---\n")...)
+	}
+	return manifests, nil
+}
+
+// DeleteAll deletes every SchedProfile and SchedExperiment and waits up to timeout for them to
+// be gone: their finalizers hold them until the agents have restored this machine.
+func (l *Lab) DeleteAll(ctx context.Context, timeout time.Duration) error {
+	for _, obj := range []client.Object{&v1alpha1.SchedProfile{}, &v1alpha1.SchedExperiment{}} {
+		if err := l.Client.DeleteAllOf(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("lab: deleting every %T: %w", obj, err)
+		}
+	}
+	var left []string
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		left = nil
+		var ps v1alpha1.SchedProfileList
+		var es v1alpha1.SchedExperimentList
+		if err := l.Client.List(ctx, &ps); err != nil {
+			return false, nil
+		}
+		if err := l.Client.List(ctx, &es); err != nil {
+			return false, nil
+		}
+		for _, p := range ps.Items {
+			left = append(left, "SchedProfile "+p.Name)
+		}
+		for _, e := range es.Items {
+			left = append(left, "SchedExperiment "+e.Name)
+		}
+		return len(left) == 0, nil
+	})
+	if err != nil {
+		return fmt.Errorf("lab: still there after %s: %s", timeout, strings.Join(left, ", "))
+	}
+	return nil
+}
+
+// RestoreHost restores whatever the agents journalled in the lab's state directory and did not
+// restore themselves (they were stopped before they could): an experiment's journal and the
+// profile mode's journal.
+func (l *Lab) RestoreHost() error {
+	if _, err := nodeagent.RestoreOnly(nodeagent.Options{StateDir: l.StateDir, RunID: "lab-stop", LockWait: time.Minute}); err != nil {
+		return err
+	}
+	k := &host.ProfileKeeper{FS: host.NewFS("/"), StateDir: l.StateDir}
+	_, err := k.Keep(nil)
 	return err
 }

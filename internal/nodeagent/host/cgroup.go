@@ -1,6 +1,7 @@
 package host
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/schedlab/schedlab/api/v1alpha1"
 )
@@ -390,25 +392,23 @@ func (c *Cgroups) Kill(dir string) error {
 	if timeout == 0 {
 		timeout = 10 * time.Second
 	}
-	deadline := time.Now().Add(timeout)
-	for {
-		pids, err := c.Pids(dir)
-		if err != nil {
-			return fmt.Errorf("kill cgroup %s: %w", dir, err)
-		}
-		if len(pids) == 0 {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("kill cgroup %s: %d processes still there after %s: %v", dir, len(pids), timeout, pids)
+	var pids []int
+	err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		var err error
+		if pids, err = c.Pids(dir); err != nil {
+			return false, fmt.Errorf("kill cgroup %s: %w", dir, err)
 		}
 		for _, p := range pids {
 			if p > 1 && p != unix.Getpid() {
 				_ = unix.Kill(p, unix.SIGKILL)
 			}
 		}
-		time.Sleep(10 * time.Millisecond)
+		return len(pids) == 0, nil
+	})
+	if wait.Interrupted(err) {
+		return fmt.Errorf("kill cgroup %s: %d processes still there after %s: %v", dir, len(pids), timeout, pids)
 	}
+	return err
 }
 
 // Remove kills every process in dir and below, then removes the cgroups

@@ -3,6 +3,7 @@ package host
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // LockFile is the lock's name in the state directory.
@@ -47,16 +49,23 @@ type Lock struct {
 var ErrBusy = errors.New("node is busy")
 
 // AcquireLock takes the node's lock for runID. When another run holds it,
-// it waits up to wait (0: not at all) and then fails naming the holder.
-func AcquireLock(fsys FS, stateDir, runID string, wait time.Duration) (*Lock, error) {
-	deadline := time.Now().Add(wait)
-	for {
-		l, err := tryLock(fsys, stateDir, runID)
-		if err == nil || !errors.Is(err, ErrBusy) || time.Now().After(deadline) {
-			return l, err
+// it polls for up to timeout (0: once) and then fails naming the holder.
+func AcquireLock(fsys FS, stateDir, runID string, timeout time.Duration) (*Lock, error) {
+	var l *Lock
+	var busy error
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		var err error
+		l, err = tryLock(fsys, stateDir, runID)
+		if errors.Is(err, ErrBusy) {
+			busy = err
+			return false, nil
 		}
-		time.Sleep(100 * time.Millisecond)
+		return err == nil, err
+	})
+	if busy != nil && wait.Interrupted(err) {
+		return nil, busy // timed out: name the holder
 	}
+	return l, err
 }
 
 func tryLock(fsys FS, stateDir, runID string) (*Lock, error) {

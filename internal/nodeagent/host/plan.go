@@ -143,3 +143,78 @@ func sortedKeys[V any](m map[string]V) []string {
 	sort.Strings(ks)
 	return ks
 }
+
+// KnobsFromValues is Plan's inverse: the knobs that set each catalogue knob
+// to the value given as the node shows it ("autogroup": "1",
+// "features.PLACE_LAG": "NO_PLACE_LAG", "sysctls.kernel.numa_balancing": "0").
+// A canary verification uses it to write a node's previous values as a
+// variant.
+func KnobsFromValues(values map[string]string) (v1alpha1.Knobs, error) {
+	var k v1alpha1.Knobs
+	ns := func(name, v string) (*metav1.Duration, error) {
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %q is not a number of nanoseconds", name, v)
+		}
+		return &metav1.Duration{Duration: time.Duration(n)}, nil
+	}
+	var err error
+	for name, v := range values {
+		switch {
+		case name == KnobAutogroup:
+			k.Autogroup = map[string]v1alpha1.AutogroupMode{"0": v1alpha1.AutogroupDisabled, "1": v1alpha1.AutogroupEnabled}[strings.TrimSpace(v)]
+			if k.Autogroup == "" {
+				return k, fmt.Errorf("autogroup: %q is neither 0 nor 1", v)
+			}
+		case name == KnobBaseSlice:
+			k.BaseSlice, err = ns(name, v)
+		case name == KnobLatency:
+			k.Latency, err = ns(name, v)
+		case name == KnobMinGranularity:
+			k.MinGranularity, err = ns(name, v)
+		case name == KnobWakeupGranularity:
+			k.WakeupGranularity, err = ns(name, v)
+		case name == KnobMigrationCost:
+			k.MigrationCost, err = ns(name, v)
+		case name == KnobNrMigrate:
+			n, perr := strconv.Atoi(strings.TrimSpace(v))
+			if perr != nil {
+				return k, fmt.Errorf("nrMigrate: %q is not a number", v)
+			}
+			k.NrMigrate = ptrTo(int32(n))
+		case name == KnobTunableScaling:
+			k.TunableScaling = map[string]v1alpha1.TunableScaling{"0": v1alpha1.ScalingNone, "1": v1alpha1.ScalingLog, "2": v1alpha1.ScalingLinear}[strings.TrimSpace(v)]
+			if k.TunableScaling == "" {
+				return k, fmt.Errorf("tunableScaling: %q is not 0, 1 or 2", v)
+			}
+		case name == KnobPreempt:
+			for _, m := range []v1alpha1.PreemptModel{v1alpha1.PreemptNone, v1alpha1.PreemptVoluntary, v1alpha1.PreemptFull, v1alpha1.PreemptLazy} {
+				if strings.EqualFold(string(m), strings.TrimSpace(v)) {
+					k.Preempt = m
+				}
+			}
+			if k.Preempt == "" {
+				return k, fmt.Errorf("preempt: %q is not a preemption model", v)
+			}
+		case strings.HasPrefix(name, featurePrefix):
+			f := strings.TrimPrefix(name, featurePrefix)
+			if k.Features == nil {
+				k.Features = map[string]bool{}
+			}
+			k.Features[f] = strings.TrimSpace(v) == f
+		case strings.HasPrefix(name, sysctlPrefix):
+			if k.Sysctls == nil {
+				k.Sysctls = map[string]v1alpha1.SysctlValue{}
+			}
+			k.Sysctls[strings.TrimPrefix(name, sysctlPrefix)] = v1alpha1.SysctlValue(strings.TrimSpace(v))
+		default:
+			return k, fmt.Errorf("%q is not a catalogue knob", name)
+		}
+		if err != nil {
+			return k, err
+		}
+	}
+	return k, nil
+}
+
+func ptrTo[T any](v T) *T { return &v }

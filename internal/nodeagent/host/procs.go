@@ -2,12 +2,14 @@ package host
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // EntryProcesses is a journal entry for the worker processes of a run,
@@ -60,21 +62,19 @@ func MarkedProcesses(fsys FS, marker string) ([]int, error) {
 
 // killMarked SIGKILLs the marked processes until none is left.
 func killMarked(fsys FS, marker string, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		pids, err := MarkedProcesses(fsys, marker)
-		if err != nil {
-			return err
-		}
-		if len(pids) == 0 {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("processes marked %s still alive after %s: %v", marker, timeout, pids)
+	var pids []int
+	err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		var err error
+		if pids, err = MarkedProcesses(fsys, marker); err != nil || len(pids) == 0 {
+			return err == nil, err
 		}
 		for _, p := range pids {
 			_ = unix.Kill(p, unix.SIGKILL)
 		}
-		time.Sleep(10 * time.Millisecond)
+		return false, nil
+	})
+	if wait.Interrupted(err) {
+		return fmt.Errorf("processes marked %s still alive after %s: %v", marker, timeout, pids)
 	}
+	return err
 }

@@ -129,11 +129,15 @@ func GroupInvariants(w *Window, group string) *v1alpha1.WorkerInvariants {
 }
 
 // Invariant limits. A work thread may sleep beyond its pattern's own sleeps
-// and blocks at most once per task per 10 s of window (and once per task in
-// a shorter window): a window edge can split a sleep from its count. The
-// workers' side threads together may use at most 0.2% of a CPU.
+// and blocks at most once per task per 10 s of window (at least once per task
+// in a shorter window); a window's edges cannot add any (Set.Begin and End
+// read the pattern's counters so that an edge only ever adds blocks). The
+// workers' side threads together may use at most
+// 0.2 % of a CPU, and wake at most once per task per 10 s (a worker that
+// does only its pattern has side threads that do not wake at all).
 const (
 	MaxExtraSleepsPerTaskPer10s = 1
+	MaxSideWakeupsPerTaskPer10s = 1
 	MaxSideCPU                  = 0.002
 )
 
@@ -143,13 +147,18 @@ func Perturbed(inv *v1alpha1.WorkerInvariants, tasks int, secs float64) string {
 	if inv == nil || tasks <= 0 {
 		return ""
 	}
-	allowed := float64(tasks) * MaxExtraSleepsPerTaskPer10s * max(1, secs/10)
+	per10s := float64(tasks) * max(1, secs/10)
+	allowed := MaxExtraSleepsPerTaskPer10s * per10s
 	if extra := inv.WorkVoluntary - inv.PatternBlocks; float64(extra) > allowed {
 		return fmt.Sprintf("work threads slept %d times beyond their pattern's %d sleeps and blocks in %.1f s (at most %.0f allowed for %d tasks)",
 			extra, inv.PatternBlocks, secs, allowed, tasks)
 	}
 	if inv.SideCPU > MaxSideCPU {
 		return fmt.Sprintf("the workers' other threads used %.4f CPUs (at most %.3f allowed), waking %d times", inv.SideCPU, MaxSideCPU, inv.SideSwitches)
+	}
+	if float64(inv.SideSwitches) > MaxSideWakeupsPerTaskPer10s*per10s {
+		return fmt.Sprintf("the workers' other threads woke %d times in %.1f s (at most %.0f allowed for %d tasks), using %.4f CPUs",
+			inv.SideSwitches, secs, MaxSideWakeupsPerTaskPer10s*per10s, tasks, inv.SideCPU)
 	}
 	return ""
 }

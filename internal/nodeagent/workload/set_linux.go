@@ -486,15 +486,19 @@ func (s *Set) Begin() error {
 	}
 	t0 := time.Now()
 	for _, p := range s.tasks {
+		// The pattern's counters before the thread's, here, and after them
+		// at End: a sleep that falls between the two readings is then
+		// counted in the window's blocks and never only in its voluntary
+		// switches, so an edge never looks like a perturbation.
+		p.slotAt = readSlot(p.slot)
+		if p.slotAt.state != 1 {
+			return fmt.Errorf("workload: begin: %s has not started its work loop", p)
+		}
 		c, err := readCounters(s.fs, p.pid, p.tid)
 		if err != nil {
 			return fmt.Errorf("workload: begin: %w", err)
 		}
 		p.base = c
-		p.slotAt = readSlot(p.slot)
-		if p.slotAt.state != 1 {
-			return fmt.Errorf("workload: begin: %s has not started its work loop", p)
-		}
 	}
 	for _, l := range s.leaders {
 		c, err := readCounters(s.fs, l.pid, 0)

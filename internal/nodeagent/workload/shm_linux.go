@@ -82,13 +82,19 @@ func recordLatency(s *slot, ns int64) {
 	atomic.AddInt64(&s[slotHist+shmIndex(ns)], 1)
 }
 
-// mapSlot maps slot i of the shared memory file fd.
+// mapSlot maps slot i of the shared memory file fd, every page present
+// (MAP_POPULATE, and each page written once): the work loop must never
+// fault on a histogram bucket it meets for the first time, which can sleep.
 func mapSlot(fd, i int) (*slot, error) {
-	b, err := unix.Mmap(fd, int64(i)*slotBytes, slotBytes, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	b, err := unix.Mmap(fd, int64(i)*slotBytes, slotBytes, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_POPULATE)
 	if err != nil {
 		return nil, fmt.Errorf("mapping counter slot %d: %w", i, err)
 	}
-	return (*slot)(unsafe.Pointer(&b[0])), nil
+	s := (*slot)(unsafe.Pointer(&b[0]))
+	for w := 0; w < slotWords; w += 4096 / 8 {
+		atomic.AddInt64(&s[w], 0)
+	}
+	return s, nil
 }
 
 // shm is the parent's side: the memory file and its whole mapping.

@@ -25,10 +25,12 @@ import (
 // worker, changes what the kernel sees (wake-up placement, lag, the group's
 // load) and so what is measured. An ordinary goroutine cannot promise that:
 // the Go runtime preempts a goroutine that runs for 10 ms (sysmon, async
-// preemption), and a goroutine locked to its thread then hands its P to
-// another thread and sleeps until it gets it back — a Hog measured ~61
-// voluntary switches per second that way, and cgroup weights 100/400/100
-// came out 0.61-0.83/1.00/0.17-0.37 instead of 0.50/1.00/0.50. So:
+// preemption) and passes its P round its other threads, which wake for it;
+// and with GOMAXPROCS=1 the control goroutine could run only on the work
+// thread's P, so the locked work thread slept whenever the control path had
+// something to do — a Hog measured ~61 voluntary switches per second that
+// way, and cgroup weights 100/400/100 came out 0.61-0.83/1.00/0.17-0.37
+// instead of 0.50/1.00/0.50. So:
 //
 //  1. The work loop leaves the Go scheduler for good: it calls the runtime's
 //     entersyscallblock, which hands the thread's P to the rest of the

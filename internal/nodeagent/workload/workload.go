@@ -60,10 +60,11 @@ type Task struct {
 	Seed uint64
 
 	// Perturb runs the task's work as an ordinary goroutine, which the Go
-	// runtime preempts every 10 ms and then parks while it hands its P
-	// around: the worker as it was before its work thread left the Go
-	// scheduler. Only for tests that prove the invariants catch such a
-	// worker; never set in a real run.
+	// runtime preempts every 10 ms, waking its other threads to pass its P
+	// around (~80 wake-ups a second per worker were seen): the worker as
+	// it was before its work thread left the Go scheduler. Only for tests
+	// that prove the invariants catch such a worker; never set in a real
+	// run.
 	Perturb bool
 }
 

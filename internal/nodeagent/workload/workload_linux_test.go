@@ -156,11 +156,11 @@ func TestHogAloneUsesOneCPU(t *testing.T) {
 	if m.WakeupLatencyUs != nil || m.OpsPerSec != nil || m.DeadlineMissRatio != nil {
 		t.Errorf("a Hog reports no latency, ops or misses: %+v", m)
 	}
-	// The work thread never blocks by itself. (Under heavy load the Go
-	// runtime's hand-offs around Begin and End, and its preemption, can
-	// park it a few times a second; on a quiet machine it is ~0/s.)
-	if m.CtxSwitchesPerSec.Voluntary > 50 {
-		t.Errorf("a hog's work thread should hardly ever block: %.1f voluntary switches/s", m.CtxSwitchesPerSec.Voluntary)
+	// The work thread never blocks, however busy the machine: it is outside
+	// the Go scheduler, and windows need no message. Before, the runtime's
+	// preemption parked it ~61 times a second.
+	if v := w.Tasks[0].Voluntary; v > 1 {
+		t.Errorf("a hog's work thread blocked %d times in %v", v, w.Duration)
 	}
 }
 
@@ -171,12 +171,14 @@ func TestPeriodic(t *testing.T) {
 	ts := w.Tasks[0]
 	t.Logf("periodic 4ms/40ms: cpu %.3f, periods %d, misses %d, ops/s %.1f, latency %+v (noise %.2f)", m.CPU, ts.Periods, ts.Misses, *m.OpsPerSec, *m.WakeupLatencyUs, noise)
 	// The worker's CPU is its work thread's 4 ms per period plus what the
-	// Go runtime's threads and the wake-ups cost: 0.108-0.116 CPU was seen
-	// in quiet windows on a virtual machine, more on a busy one. A pattern
-	// that ran wall-clock time or twice per period would be far outside.
-	tol := 0.025
+	// kernel's sleep and wake-up path costs: 0.102-0.104 CPU was seen at
+	// load 20 on a virtual machine (56-79 µs per wake-up; the worker's other
+	// threads use none). Before the work thread left the Go scheduler,
+	// 0.108-0.116 was seen quiet. A pattern that ran wall-clock time or
+	// twice per period would be far outside.
+	tol := 0.01
 	if noise >= quietNoise {
-		tol = 0.035
+		tol = 0.015
 	}
 	if !near(m.CPU, 0.1, tol) {
 		t.Errorf("Periodic 4ms every 40ms used %.3f CPUs, want 0.1 ± %.3f (noise %.2f)", m.CPU, tol, noise)

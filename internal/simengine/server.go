@@ -1,0 +1,351 @@
+package simengine
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+)
+
+// The Server pattern: a replica (one cgroup of the group) receives requests
+// open-loop, at its own clock, and keeps them in a FIFO queue shared by its
+// worker tasks. The node agent's worker does exactly this, so the two are
+// compared request for request:
+//
+//   - An arrival at time T whose replica already holds Queue requests that
+//     no worker has taken is dropped. Otherwise it becomes Fanout sub-requests;
+//     each goes straight to an idle worker (the most recently idle one, a
+//     stack) if there is one, and waits in the queue otherwise.
+//   - Handing a sub-request to an idle worker wakes it as a timer expiry at T
+//     does (the dispatcher sleeps to the arrival on an absolute timer and
+//     wakes the worker; hrtimer_wakeup → try_to_wake_up on the worker's CPU).
+//   - A worker runs its sub-request's service time (CPU time, so preemption
+//     stretches it), then takes the queue's head without sleeping, or blocks
+//     (a voluntary switch) when the queue is empty.
+//   - A request completes when its last sub-request does; its latency is the
+//     completion time minus its scheduled arrival T: queueing, wake-up,
+//     scheduling and service. Requests completing inside the window count
+//     in requestLatencyUs and throughput; arrivals dropped inside it in
+//     dropped.
+
+// Arrival processes and service-time distributions of a ServerPattern.
+const (
+	ArrivalsPoisson  = "Poisson"
+	ArrivalsPeriodic = "Periodic"
+
+	ServiceFixed       = "Fixed"
+	ServiceExponential = "Exponential"
+	ServiceLognormal   = "Lognormal"
+)
+
+// ServerPattern is the request process of a Server group, per replica.
+type ServerPattern struct {
+	// RatePerSec is the arrival rate of one replica.
+	RatePerSec float64 `json:"ratePerSec"`
+	// Arrivals is "Poisson" (default) or "Periodic".
+	Arrivals string `json:"arrivals,omitempty"`
+	// Service is "Fixed" (default), "Exponential" or "Lognormal".
+	Service       string `json:"service,omitempty"`
+	ServiceMeanNs int64  `json:"serviceMeanNs"`
+	// ServiceP99Ns is the Lognormal's 99th percentile (above the mean, at
+	// most 14 times it).
+	ServiceP99Ns int64 `json:"serviceP99Ns,omitempty"`
+	// Fanout is how many workers one request needs (0 means 1).
+	Fanout int `json:"fanout,omitempty"`
+	// Queue is the most waiting requests (0 means 1000).
+	Queue int `json:"queue,omitempty"`
+}
+
+// DefaultServerQueue is the queue bound of a ServerPattern with Queue 0.
+const DefaultServerQueue = 1000
+
+// z99 is the standard normal's 99th percentile.
+const z99 = 2.3263478740408408
+
+// LognormalParams returns μ and σ of the lognormal with the given mean and
+// 99th percentile: mean = e^(μ+σ²/2), p99 = e^(μ+z99·σ), taking the smaller
+// root σ = z99 − √(z99² − 2 ln(p99/mean)). ok is false when no lognormal
+// has them (p99 ≤ mean or p99/mean > e^(z99²/2) ≈ 14.96).
+func LognormalParams(mean, p99 float64) (mu, sigma float64, ok bool) {
+	if mean <= 0 || p99 <= mean {
+		return 0, 0, false
+	}
+	d := z99*z99 - 2*math.Log(p99/mean)
+	if d < 0 {
+		return 0, 0, false
+	}
+	sigma = z99 - math.Sqrt(d)
+	return math.Log(mean) - sigma*sigma/2, sigma, true
+}
+
+func validateServer(where string, g *Group) error {
+	sp := g.Pattern.Server
+	if sp == nil {
+		return fmt.Errorf("%s: a Server pattern needs server (ratePerSec, serviceMeanNs)", where)
+	}
+	if !(sp.RatePerSec > 0 && sp.RatePerSec <= 1e7) {
+		return fmt.Errorf("%s: server.ratePerSec must be in (0, 1e7]", where)
+	}
+	if sp.ServiceMeanNs < 100 || sp.ServiceMeanNs > 3600e9 {
+		return fmt.Errorf("%s: server.serviceMeanNs must be between 100 and 3.6e12", where)
+	}
+	switch sp.Arrivals {
+	case "", ArrivalsPoisson, ArrivalsPeriodic:
+	default:
+		return fmt.Errorf("%s: server.arrivals %q: use Poisson or Periodic", where, sp.Arrivals)
+	}
+	switch sp.Service {
+	case "", ServiceFixed, ServiceExponential:
+		if sp.ServiceP99Ns != 0 {
+			return fmt.Errorf("%s: server.serviceP99Ns applies to a Lognormal service only", where)
+		}
+	case ServiceLognormal:
+		if _, _, ok := LognormalParams(float64(sp.ServiceMeanNs), float64(sp.ServiceP99Ns)); !ok {
+			return fmt.Errorf("%s: server.serviceP99Ns must be above serviceMeanNs and at most 14.96 times it for a lognormal", where)
+		}
+	default:
+		return fmt.Errorf("%s: server.service %q: use Fixed, Exponential or Lognormal", where, sp.Service)
+	}
+	if sp.Fanout < 0 || sp.Fanout > g.Tasks {
+		return fmt.Errorf("%s: server.fanout %d must be between 1 and tasks (%d)", where, sp.Fanout, g.Tasks)
+	}
+	if sp.Queue < 0 || sp.Queue > 1_000_000 {
+		return fmt.Errorf("%s: server.queue must be between 1 and 1000000 (0 means %d)", where, DefaultServerQueue)
+	}
+	if g.Tasks < 1 {
+		return fmt.Errorf("%s: a Server pattern needs at least one task (worker)", where)
+	}
+	return nil
+}
+
+// server is one replica of a Server group: its arrival process, its queue
+// of sub-requests, its idle workers and its request slots.
+type server struct {
+	rng      *rand.Rand
+	group    int32
+	periodic bool
+	gapNs    float64 // mean (Poisson) or exact (Periodic) gap between arrivals
+	origin   int64   // Periodic: the first arrival; arrival k is origin + k·gap
+	k        int64
+	svc      uint8 // 0 fixed, 1 exponential, 2 lognormal
+	meanNs   float64
+	mu, sig  float64
+	fanout   int32
+	qcap     int32
+	waiting  int32 // requests with a sub-request no worker has taken
+
+	queue []int32 // FIFO of request slots, one entry per sub-request
+	qHead int
+	idle  []int32 // idle workers, most recently idle last
+
+	arrAt   []int64 // per request slot: the scheduled arrival
+	left    []int32 // per slot: sub-requests not yet finished
+	untaken []int32 // per slot: sub-requests not yet taken by a worker
+	free    []int32 // free slots
+
+	hist      histogram
+	completed int64
+	dropped   int64
+}
+
+// newServer creates the server of replica r of group gi; its generator is
+// seeded from the input's seed and the server's index, apart from the
+// tasks' generators.
+func (s *sim) newServer(gi, r int) int32 {
+	sp := s.in.Groups[gi].Pattern.Server
+	si := int32(len(s.servers))
+	sv := server{
+		rng:      rand.New(rand.NewPCG(s.in.Seed^0x5bd1e995, uint64(si)+0xc2b2ae3d27d4eb4f)),
+		group:    int32(gi),
+		periodic: sp.Arrivals == ArrivalsPeriodic,
+		gapNs:    1e9 / sp.RatePerSec,
+		meanNs:   float64(sp.ServiceMeanNs),
+		fanout:   int32(max(sp.Fanout, 1)),
+		qcap:     int32(sp.Queue),
+	}
+	if sv.qcap == 0 {
+		sv.qcap = DefaultServerQueue
+	}
+	switch sp.Service {
+	case ServiceExponential:
+		sv.svc = 1
+	case ServiceLognormal:
+		sv.svc = 2
+		sv.mu, sv.sig, _ = LognormalParams(sv.meanNs, float64(sp.ServiceP99Ns))
+	}
+	s.servers = append(s.servers, sv)
+	return si
+}
+
+// startWorker puts a worker to sleep on its replica's empty queue.
+func (s *sim) startWorker(ti int32) {
+	t := &s.tasks[ti]
+	t.state = tsSleeping
+	t.workEnd = never
+	sv := &s.servers[t.srv]
+	sv.idle = append(sv.idle, ti)
+}
+
+// startServers schedules every replica's first arrival at a seeded random
+// phase: a Periodic replica within its first gap, a Poisson one after an
+// exponential gap.
+func (s *sim) startServers() {
+	for i := range s.servers {
+		sv := &s.servers[i]
+		var first int64
+		if sv.periodic {
+			first = sv.rng.Int64N(max(int64(sv.gapNs), 1))
+			sv.origin = first
+		} else {
+			first = int64(sv.rng.ExpFloat64() * sv.gapNs)
+		}
+		s.push(event{t: first, kind: evArrival, a: int32(i)})
+	}
+}
+
+// serviceDraw draws one sub-request's CPU time.
+func (sv *server) serviceDraw() int64 {
+	var d float64
+	switch sv.svc {
+	case 1:
+		d = sv.rng.ExpFloat64() * sv.meanNs
+	case 2:
+		d = math.Exp(sv.mu + sv.sig*sv.rng.NormFloat64())
+	default:
+		d = sv.meanNs
+	}
+	return max(int64(math.Round(d)), 1)
+}
+
+// arrival handles the request of server si scheduled at s.now and
+// schedules the next one.
+func (s *sim) arrival(si int32) {
+	sv := &s.servers[si]
+	var next int64
+	if sv.periodic {
+		sv.k++
+		next = sv.origin + int64(float64(sv.k)*sv.gapNs)
+	} else {
+		next = s.now + int64(sv.rng.ExpFloat64()*sv.gapNs)
+	}
+	s.push(event{t: next, kind: evArrival, a: si})
+	if sv.waiting >= sv.qcap {
+		if s.inWindow() {
+			sv.dropped++
+		}
+		return
+	}
+	var slot int32
+	if n := len(sv.free); n > 0 {
+		slot = sv.free[n-1]
+		sv.free = sv.free[:n-1]
+	} else {
+		slot = int32(len(sv.arrAt))
+		sv.arrAt = append(sv.arrAt, 0)
+		sv.left = append(sv.left, 0)
+		sv.untaken = append(sv.untaken, 0)
+	}
+	sv.arrAt[slot] = s.now
+	sv.left[slot] = sv.fanout
+	sv.untaken[slot] = sv.fanout
+	sv.waiting++
+	for k := int32(0); k < sv.fanout; k++ {
+		if n := len(sv.idle); n > 0 {
+			w := sv.idle[n-1]
+			sv.idle = sv.idle[:n-1]
+			s.takeRequest(w, slot)
+			s.arrivalWake(w)
+			continue
+		}
+		sv.queue = append(sv.queue, slot)
+	}
+}
+
+// arrivalWake wakes idle worker ti for the request that arrived now: the
+// dispatcher's timer expires at the arrival (a real-time dispatcher has no
+// timer slack: hrtimer_interrupt(), hrtimer_wakeup()) and it wakes the
+// worker (futex wake → try_to_wake_up()), so the wake-up lands after the
+// timer expiry and wake-up costs and counts its latency from the arrival.
+func (s *sim) arrivalWake(ti int32) {
+	t := &s.tasks[ti]
+	t.timerWake = false
+	t.waitReason = s.now
+	t.waker = -1
+	t.pendingSync = false
+	s.push(event{t: s.now + s.timerNs + s.wakeNs, kind: evWake, a: ti})
+}
+
+// takeRequest gives request slot to worker ti: its next CPU burst is the
+// sub-request's service time.
+func (s *sim) takeRequest(ti, slot int32) {
+	t := &s.tasks[ti]
+	sv := &s.servers[t.srv]
+	t.req = slot
+	t.workEnd = s.ents[t.se].sumExec + sv.serviceDraw()
+	sv.untaken[slot]--
+	if sv.untaken[slot] == 0 {
+		sv.waiting--
+	}
+}
+
+// serviceDone is called when worker ti has run its sub-request's service
+// time: the request completes if this was its last sub-request, and the
+// worker takes the queue's head or blocks on the empty queue.
+func (s *sim) serviceDone(ti int32) {
+	t := &s.tasks[ti]
+	sv := &s.servers[t.srv]
+	inWin := s.inWindow()
+	slot := t.req
+	t.req = -1
+	if inWin {
+		t.ops++
+	}
+	sv.left[slot]--
+	if sv.left[slot] == 0 {
+		if inWin {
+			sv.completed++
+			sv.hist.record(s.now - sv.arrAt[slot])
+		}
+		sv.free = append(sv.free, slot)
+	}
+	if sv.qHead < len(sv.queue) {
+		next := sv.queue[sv.qHead]
+		sv.qHead++
+		if sv.qHead == len(sv.queue) {
+			sv.queue, sv.qHead = sv.queue[:0], 0
+		} else if sv.qHead > 4096 && sv.qHead*2 > len(sv.queue) {
+			n := copy(sv.queue, sv.queue[sv.qHead:])
+			sv.queue, sv.qHead = sv.queue[:n], 0
+		}
+		s.takeRequest(ti, next)
+		s.armRunEnd(t.cpu)
+		return
+	}
+	t.workEnd = never
+	s.blockTask(ti)
+	sv.idle = append(sv.idle, ti)
+}
+
+// serverMetrics fills a Server group's request metrics from its replicas.
+func (s *sim) serverMetrics(gi int, gm *Metrics, secs float64) {
+	var h histogram
+	var done, dropped int64
+	for i := range s.servers {
+		sv := &s.servers[i]
+		if sv.group != int32(gi) {
+			continue
+		}
+		h.merge(&sv.hist)
+		done += sv.completed
+		dropped += sv.dropped
+	}
+	l := h.latency()
+	if h.n > 0 {
+		l.P95 = h.quantile(0.95) / 1000
+	}
+	gm.RequestLatencyUs = l
+	tp := float64(done) / secs
+	dr := float64(dropped) / secs
+	gm.Throughput = &tp
+	gm.Dropped = &dr
+	gm.OpsPerSec = &tp
+}
