@@ -103,13 +103,19 @@ type Set struct {
 	shm     *shm // every task's counters, slot i for Spec.Tasks[i]
 }
 
-// spawner forks every worker of a Set from one OS thread that lives exactly
-// as long as the Set. Linux sends the parent-death signal when the *thread*
-// that forked a child exits, not the process; forking from whatever thread
-// the caller's goroutine happens to be on would kill the workers early if
-// that thread ever went away (a goroutine that exits while locked to its
-// thread takes the thread with it). This thread is locked and ends, taking
-// any straggler with it, when Stop closes the spawner.
+// spawner forks every worker of a Set from one OS thread that is reserved
+// for it while the Set lives. Linux sends the parent-death signal when the
+// *thread* that forked a child exits, not the process; forking from
+// whatever thread the caller's goroutine happens to be on would kill the
+// workers early if that thread ever went away (a goroutine that exits while
+// locked to its thread takes the thread with it).
+//
+// When Stop closes the spawner the thread is unlocked and goes back to the
+// runtime, never ended: the runtime may have run other goroutines on it
+// before it was locked, and the children they forked with a parent-death
+// signal would die with it. Ending it did that: the reference harness's
+// load spinners, started earlier from the same thread, were killed in the
+// middle of the next measured window.
 type spawner struct {
 	reqs chan spawnReq
 	once sync.Once
@@ -123,7 +129,8 @@ type spawnReq struct {
 func newSpawner() *spawner {
 	sp := &spawner{reqs: make(chan spawnReq)}
 	go func() {
-		runtime.LockOSThread() // never unlocked: the thread exits with this goroutine
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
 		for r := range sp.reqs {
 			r.err <- r.cmd.Start()
 		}
