@@ -508,6 +508,11 @@ func (s *sim) build() {
 		slack := g.TimerSlackNs
 		if slack == 0 {
 			slack = DefaultTimerSlackNs
+			if kind == patServer {
+				// The agent's Server workers sleep to arrivals with a
+				// 1 ns slack unless the group sets one.
+				slack = 1
+			}
 		}
 		w := prioToWeight[g.Nice+20]
 		if pol == polIdle {

@@ -288,9 +288,7 @@ func validatePattern(where string, p *v1alpha1.Pattern, tasks int32) []string {
 			add("a Burst pattern needs meanRun and meanSleep")
 		}
 	case v1alpha1.PatternServer:
-		// The simulator predicts Server groups; the node's worker does not
-		// run them yet, so refuse before anything on the node changes.
-		add("the node agent cannot run a Server pattern yet: use mode Simulate (schedlab simulate) for this group")
+		// Its fields are checked below (ServerErrors), as by the API.
 	default:
 		add("type %q must be Hog, Periodic, LatencyProbe, PingPong, Burst or Server", p.Type)
 	}
