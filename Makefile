@@ -62,7 +62,7 @@ test-unit: ## Unit tests only (no control plane, no root).
 	$(GO) test -count=1 -short ./...
 
 .PHONY: reference
-reference: ## Compare the workload workers with reference tools here (root; rt-tests, stress-ng, linux-perf) and print the table.
+reference: ## Compare the workload workers with reference tools here (root; rt-tests, stress-ng, linux-perf, a C compiler) and print the table.
 	@# Longer windows and more rounds than `make test` runs (ROUNDS=3 WINDOW=5s by default).
 	@out=$$(mktemp); rc=0; \
 	$(GO) test -count=1 -timeout 30m -v ./test/reference/ -args -rounds=$(or $(ROUNDS),3) -window=$(or $(WINDOW),5s) > $$out 2>&1 || rc=$$?; \
