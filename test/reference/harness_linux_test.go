@@ -570,7 +570,7 @@ func TestLatencyProbeMatchesCyclictest(t *testing.T) {
 			root := n.cg.RootProcs()
 			// By round: the probe's, cyclictest's and the C probe's figures.
 			var p50s, p99s [3][]float64
-			var cpus [2][]float64
+			var cpus [3][]float64
 			var noises []float64
 			for round := range *rounds {
 				var load procs
@@ -593,6 +593,7 @@ func TestLatencyProbeMatchesCyclictest(t *testing.T) {
 					sids = append(sids, sid)
 				}
 				c0, _ := measuringThreadsCPU(cmd.Process.Pid)
+				_, cc0 := measuringThreadsCPU(ccmd.Process.Pid) // one thread: its main
 				s0, b0 := sessionsCPU(sids), machineBusy(t)
 				t0 := time.Now()
 				if err := s.Begin(); err != nil {
@@ -604,6 +605,7 @@ func TestLatencyProbeMatchesCyclictest(t *testing.T) {
 					t.Fatal(err)
 				}
 				c1, _ := measuringThreadsCPU(cmd.Process.Pid)
+				_, cc1 := measuringThreadsCPU(ccmd.Process.Pid)
 				wall := time.Since(t0)
 				// Everything but the four sessions: the load's, the two
 				// references' and the probe's.
@@ -631,12 +633,13 @@ func TestLatencyProbeMatchesCyclictest(t *testing.T) {
 				pl := m.WakeupLatencyUs
 				probeCPU := float64(w.Tasks[0].CPUNs) / float64(w.Tasks[0].Ops)
 				cycPer := float64((c1 - c0).Nanoseconds()) / (wall.Seconds() / interval.Seconds())
+				cPer := float64((cc1 - cc0).Nanoseconds()) / (wall.Seconds() / interval.Seconds())
 				p50s[0], p50s[1], p50s[2] = append(p50s[0], pl.P50), append(p50s[1], cl.p50), append(p50s[2], c50)
 				p99s[0], p99s[1], p99s[2] = append(p99s[0], pl.P99), append(p99s[1], cl.p99), append(p99s[2], c99)
-				cpus[0], cpus[1] = append(cpus[0], probeCPU), append(cpus[1], cycPer)
+				cpus[0], cpus[1], cpus[2] = append(cpus[0], probeCPU), append(cpus[1], cycPer), append(cpus[2], cPer)
 				row("LatencyProbe", "autogroup "+string(ag), "schedlab LatencyProbe", round+1, "p50/p99/max µs", fmt.Sprintf("%.0f / %.0f / %.0f", pl.P50, pl.P99, pl.Max), fmt.Sprintf("%.1f µs CPU per wake-up; %.2f CPUs of noise", probeCPU/1e3, noise))
 				row("LatencyProbe", "autogroup "+string(ag), "cyclictest -m", round+1, "p50/p99/max µs", fmt.Sprintf("%.0f / %.0f / %.0f", cl.p50, cl.p99, cl.max), fmt.Sprintf("%.1f µs CPU per wake-up (measuring thread)", cycPer/1e3))
-				row("LatencyProbe", "autogroup "+string(ag), "C probe", round+1, "p50/p99/max µs", fmt.Sprintf("%.0f / %.0f / %.0f", c50, c99, cmax), "")
+				row("LatencyProbe", "autogroup "+string(ag), "C probe", round+1, "p50/p99/max µs", fmt.Sprintf("%.0f / %.0f / %.0f", c50, c99, cmax), fmt.Sprintf("%.1f µs CPU per wake-up", cPer/1e3))
 				if inv := workload.GroupInvariants(w, "probe"); workload.Perturbed(inv, 1, w.Duration.Seconds()) != "" {
 					t.Errorf("round %d: the probe perturbed its own window: %+v", round+1, *inv)
 				}
@@ -647,8 +650,8 @@ func TestLatencyProbeMatchesCyclictest(t *testing.T) {
 			// wake-up were seen with 1.7 CPUs of other load): the
 			// comparisons need a quiet machine; otherwise they are logged.
 			if slices.Max(noises) > quiet {
-				t.Logf("other processes used %.2f CPUs in some round (%v): comparisons not made; p50 %v vs %v and %v, p99 %v vs %v and %v, CPU per wake-up %v vs %v ns",
-					slices.Max(noises), noises, p50s[0], p50s[1], p50s[2], p99s[0], p99s[1], p99s[2], cpus[0], cpus[1])
+				t.Logf("other processes used %.2f CPUs in some round (%v): comparisons not made; p50 %v vs %v and %v, p99 %v vs %v and %v, CPU per wake-up %v vs %v and %v ns",
+					slices.Max(noises), noises, p50s[0], p50s[1], p50s[2], p99s[0], p99s[1], p99s[2], cpus[0], cpus[1], cpus[2])
 				return
 			}
 			// p50: the probe's median over the rounds within 10 % of the
@@ -675,8 +678,12 @@ func TestLatencyProbeMatchesCyclictest(t *testing.T) {
 			if len(outside) > len(p99s[0])/3 {
 				t.Errorf("p99 outside 30 %% of the references' range in rounds %v: %v vs cyclictest %v and the C probe %v µs", outside, p99s[0], p99s[1], p99s[2])
 			}
-			if a, b := med(cpus[0]), med(cpus[1]); a > 1.5*b {
-				t.Errorf("%.1f µs of CPU per wake-up vs cyclictest's %.1f µs: more than 1.5×", a/1e3, b/1e3)
+			// CPU per wake-up: the probe's median at most 1.5× the dearer
+			// reference's (cyclictest's measuring thread was seen at
+			// 11.7-19.3 µs, the probe's at 12.7-23.1 µs, in windows of
+			// one run where either was the dearer).
+			if a, b, c := med(cpus[0]), med(cpus[1]), med(cpus[2]); a > 1.5*max(b, c) {
+				t.Errorf("%.1f µs of CPU per wake-up vs cyclictest's %.1f µs and the C probe's %.1f µs: more than 1.5×", a/1e3, b/1e3, c/1e3)
 			}
 		})
 	}
