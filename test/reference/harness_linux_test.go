@@ -553,6 +553,8 @@ func TestLatencyProbeMatchesCyclictest(t *testing.T) {
 	need(t, "cyclictest", "setsid")
 	cprobe := cBinary(t, "probe")
 	const interval = time.Millisecond
+	// CPU per wake-up of quiet windows, by tool, over both autogroup modes.
+	var quietCPUs [3][]float64
 	for _, ag := range []v1alpha1.AutogroupMode{v1alpha1.AutogroupEnabled, v1alpha1.AutogroupDisabled} {
 		t.Run("autogroup "+string(ag), func(t *testing.T) {
 			n := newNode(t)
@@ -678,14 +680,24 @@ func TestLatencyProbeMatchesCyclictest(t *testing.T) {
 			if len(outside) > len(p99s[0])/3 {
 				t.Errorf("p99 outside 30 %% of the references' range in rounds %v: %v vs cyclictest %v and the C probe %v µs", outside, p99s[0], p99s[1], p99s[2])
 			}
-			// CPU per wake-up: the probe's median at most 1.5× the dearer
-			// reference's (cyclictest's measuring thread was seen at
-			// 11.7-19.3 µs, the probe's at 12.7-23.1 µs, in windows of
-			// one run where either was the dearer).
-			if a, b, c := med(cpus[0]), med(cpus[1]), med(cpus[2]); a > 1.5*max(b, c) {
-				t.Errorf("%.1f µs of CPU per wake-up vs cyclictest's %.1f µs and the C probe's %.1f µs: more than 1.5×", a/1e3, b/1e3, c/1e3)
+			for i := range cpus {
+				quietCPUs[i] = append(quietCPUs[i], cpus[i]...)
 			}
 		})
+	}
+	// CPU per wake-up: the probe's median over the quiet windows of both
+	// modes at most 1.5× the dearer reference's. Every tool's figure moves
+	// by ±40 % from one window to the next (9.6-19.3 µs for cyclictest's
+	// measuring thread, 11.2-21.9 µs for the C probe, 10.5-23.1 µs for the
+	// probe were seen, each the dearest in some window), so three windows
+	// of one mode are too few.
+	med := func(x []float64) float64 { x = slices.Clone(x); slices.Sort(x); return x[len(x)/2] }
+	if len(quietCPUs[0]) < 3 {
+		t.Logf("fewer than 3 quiet windows: CPU per wake-up not compared (%v vs %v and %v ns)", quietCPUs[0], quietCPUs[1], quietCPUs[2])
+		return
+	}
+	if a, b, c := med(quietCPUs[0]), med(quietCPUs[1]), med(quietCPUs[2]); a > 1.5*max(b, c) {
+		t.Errorf("%.1f µs of CPU per wake-up vs cyclictest's %.1f µs and the C probe's %.1f µs: more than 1.5× (windows %v vs %v and %v ns)", a/1e3, b/1e3, c/1e3, quietCPUs[0], quietCPUs[1], quietCPUs[2])
 	}
 }
 
