@@ -175,6 +175,38 @@ func (n *node) cpuWindow(l *layout) (map[string]float64, float64) {
 	return out, max(0, (b1-b0).Seconds()/secs-ours)
 }
 
+// workerWindow starts a worker Set, lets it warm up, measures one window
+// and stops it: the window, each layout group's CPUs (cgroup) over it, and
+// the CPUs everything else used (noise).
+func (n *node) workerWindow(l *layout, spec workload.Spec) (*workload.Window, map[string]float64, float64) {
+	n.t.Helper()
+	spec.WorkerBinary = selfBinary(n.t)
+	s, err := workload.Start(context.Background(), spec)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	defer s.Stop()
+	time.Sleep(*warmupLen)
+	u0, b0, t0 := n.usage(l)
+	if err := s.Begin(); err != nil {
+		n.t.Fatal(err)
+	}
+	time.Sleep(*windowLen)
+	w, err := s.End()
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	u1, b1, t1 := n.usage(l)
+	secs := t1.Sub(t0).Seconds()
+	cpu := map[string]float64{}
+	var ours float64
+	for _, g := range l.order {
+		cpu[g] = (u1[g] - u0[g]).Seconds() / secs
+		ours += cpu[g]
+	}
+	return w, cpu, max(0, (b1-b0).Seconds()/secs-ours)
+}
+
 // procs is a set of reference processes, each a process group, killed by
 // the test's cleanup.
 type procs struct{ cmds []*exec.Cmd }
@@ -366,37 +398,13 @@ func TestToleranceFailsAPerturbingWorker(t *testing.T) {
 	n := newNode(t)
 	l := n.layout(hl.groups)
 	var spec workload.Spec
-	spec.WorkerBinary = selfBinary(t)
 	for _, g := range hl.groups {
 		for i := range tasksOf(g) {
 			spec.Tasks = append(spec.Tasks, workload.Task{Group: g.Name, Index: i, Pattern: *g.Pattern, Peer: -1, CgroupProcs: l.procs[g.Name], Perturb: true})
 		}
 	}
-	s, err := workload.Start(context.Background(), spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Stop()
-	time.Sleep(*warmupLen)
-	u0, b0, t0 := n.usage(l)
-	if err := s.Begin(); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(*windowLen)
-	w, err := s.End()
-	if err != nil {
-		t.Fatal(err)
-	}
-	u1, b1, t1 := n.usage(l)
-	s.Stop()
-	secs := t1.Sub(t0).Seconds()
-	pert := cpuRun{cpu: map[string]float64{}}
-	var ours float64
-	for _, g := range l.order {
-		pert.cpu[g] = (u1[g] - u0[g]).Seconds() / secs
-		ours += pert.cpu[g]
-	}
-	pert.noise = max(0, (b1-b0).Seconds()/secs-ours)
+	w, pcpu, pnoise := n.workerWindow(l, spec)
+	pert := cpuRun{cpu: pcpu, noise: pnoise}
 	stop := hogRunners[1].start(t, l, hl.groups, false)
 	cpu, noise := n.cpuWindow(l)
 	stop()
@@ -812,34 +820,12 @@ func TestPeriodicAndBurstFollowTheirSpec(t *testing.T) {
 	})
 	const run, period, meanRun = 4 * time.Millisecond, 40 * time.Millisecond, 2 * time.Millisecond
 	for round := range *rounds {
-		spec := workload.Spec{WorkerBinary: selfBinary(t), Tasks: []workload.Task{
+		w, cpu, noise := n.workerWindow(l, workload.Spec{Tasks: []workload.Task{
 			{Group: "frame", Pattern: v1alpha1.Pattern{Type: v1alpha1.PatternPeriodic, Run: &metav1.Duration{Duration: run}, Period: &metav1.Duration{Duration: period}}, Peer: -1, CgroupProcs: l.procs["frame"]},
 			{Group: "build", Pattern: v1alpha1.Pattern{Type: v1alpha1.PatternBurst, MeanRun: &metav1.Duration{Duration: meanRun}, MeanSleep: &metav1.Duration{Duration: 6 * time.Millisecond}}, Peer: -1, CgroupProcs: l.procs["build"], Seed: uint64(round + 1)},
 			{Group: "wake", Pattern: v1alpha1.Pattern{Type: v1alpha1.PatternLatencyProbe, Interval: &metav1.Duration{Duration: period}}, Peer: -1, CgroupProcs: l.procs["wake"]},
-		}}
-		s, err := workload.Start(context.Background(), spec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(*warmupLen)
-		u0, b0, t0 := n.usage(l)
-		if err := s.Begin(); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(*windowLen)
-		w, err := s.End()
-		if err != nil {
-			t.Fatal(err)
-		}
-		u1, b1, t1 := n.usage(l)
-		_ = s.Stop()
-		secs := t1.Sub(t0).Seconds()
-		var ours float64
-		for _, g := range l.order {
-			ours += (u1[g] - u0[g]).Seconds() / secs
-		}
-		noise := max(0, (b1-b0).Seconds()/secs-ours)
-		frameCPU := (u1["frame"] - u0["frame"]).Seconds() / secs
+		}})
+		frameCPU := cpu["frame"]
 		f, b, p := w.Tasks[0], w.Tasks[1], w.Tasks[2]
 		wake := float64(p.CPUNs) / float64(max(1, p.Ops)) // ns of CPU per sleep and wake-up
 		perPeriod := float64(f.CPUNs) / float64(max(1, f.Ops))
@@ -905,6 +891,8 @@ func TestPeriodicMissesMatchAReferenceLoop(t *testing.T) {
 	// the periods miss (0.37-0.50 seen for both; 5 ms gave 0-7 %): a worker
 	// that costs more per period or wakes later misses visibly more.
 	run, period := *periodicRun, 10*time.Millisecond
+	// The reference loop's own window: its one thread's CPU, not the
+	// cgroup's (the loop exits at its end).
 	sample := func() (time.Duration, time.Duration, time.Time) { u, b, at := n.usage(l); return u["load"], b, at }
 	noiseOver := func(l0, b0 time.Duration, t0 time.Time, frame time.Duration) float64 {
 		l1, b1, t1 := sample()
@@ -917,26 +905,10 @@ func TestPeriodicMissesMatchAReferenceLoop(t *testing.T) {
 		for range 4 {
 			load.start(t, l.procs["load"], false, "/bin/sh", "-c", "while :; do :; done")
 		}
-		s, err := workload.Start(context.Background(), workload.Spec{WorkerBinary: selfBinary(t), Tasks: []workload.Task{
+		w, _, noise := n.workerWindow(l, workload.Spec{Tasks: []workload.Task{
 			{Group: "frame", Pattern: v1alpha1.Pattern{Type: v1alpha1.PatternPeriodic, Run: &metav1.Duration{Duration: run}, Period: &metav1.Duration{Duration: period}}, Peer: -1, CgroupProcs: l.procs["frame"]},
 		}})
-		if err != nil {
-			load.stop()
-			t.Fatal(err)
-		}
-		time.Sleep(*warmupLen)
-		l0, b0, t0 := sample()
-		if err := s.Begin(); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(*windowLen)
-		w, err := s.End()
-		if err != nil {
-			t.Fatal(err)
-		}
 		f := w.Tasks[0]
-		noise := noiseOver(l0, b0, t0, time.Duration(f.CPUNs))
-		_ = s.Stop()
 		miss := float64(f.Misses) / float64(max(1, f.Periods))
 		perPeriod := float64(f.CPUNs) / float64(max(1, f.Ops))
 		row("Periodic misses", fmt.Sprintf("%v every %v, 4 spinners beside", run, period), "schedlab Periodic", round+1, "missed periods", miss, fmt.Sprintf("%d of %d; %.0f µs CPU per period; %.2f CPUs of noise", f.Misses, f.Periods, perPeriod/1e3, noise))
@@ -945,7 +917,7 @@ func TestPeriodicMissesMatchAReferenceLoop(t *testing.T) {
 		var out strings.Builder
 		cmd := ref.startOut(t, &out, l.procs["frame"], false, bin, strconv.FormatInt(run.Nanoseconds(), 10), strconv.FormatInt(period.Nanoseconds(), 10), strconv.FormatInt(warmupLen.Nanoseconds(), 10), strconv.FormatInt(windowLen.Nanoseconds(), 10))
 		time.Sleep(*warmupLen)
-		l0, b0, t0 = sample()
+		l0, b0, t0 := sample()
 		_, m0 := measuringThreadsCPU(cmd.Process.Pid) // one thread: its main
 		time.Sleep(*windowLen - 50*time.Millisecond)
 		_, m1 := measuringThreadsCPU(cmd.Process.Pid)
