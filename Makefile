@@ -38,8 +38,12 @@ vet: ## go vet.
 lint: vet ## gofmt check and go vet (staticcheck-class checks come from vet here).
 	@out=$$(gofmt -s -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "not gofmt'ed:"; echo "$$out"; exit 1; fi
 
+.PHONY: tidy-check
+tidy-check: ## Fail if go.mod or go.sum is not what `go mod tidy` makes of them (prints the diff).
+	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run 'go mod tidy' and commit"; exit 1; }
+
 .PHONY: verify
-verify: manifests generate ## Fail if generated files are stale.
+verify: manifests generate tidy-check ## Fail if generated files are stale or go.mod is not tidy.
 	@git diff --exit-code -- api config charts || { echo "generated files are stale: run 'make manifests generate' and commit"; exit 1; }
 	@test -z "$$(git status --porcelain -- api config charts)" || { git status --porcelain -- api config charts; echo "generated files are untracked or stale"; exit 1; }
 
@@ -62,7 +66,7 @@ test-unit: ## Unit tests only (no control plane, no root).
 	$(GO) test -count=1 -short ./...
 
 .PHONY: reference
-reference: ## Compare the workload workers with reference tools here (root; rt-tests, stress-ng, linux-perf) and print the table.
+reference: ## Compare the workload workers with reference tools here (root; rt-tests, stress-ng, linux-perf, a C compiler) and print the table.
 	@# Longer windows and more rounds than `make test` runs (ROUNDS=3 WINDOW=5s by default).
 	@out=$$(mktemp); rc=0; \
 	$(GO) test -count=1 -timeout 30m -v ./test/reference/ -args -rounds=$(or $(ROUNDS),3) -window=$(or $(WINDOW),5s) > $$out 2>&1 || rc=$$?; \

@@ -64,24 +64,70 @@ func newChart(title, xLabel, yLabel string) *plot.Plot {
 	}
 	p.Legend.TextStyle.Font.Size = vg.Points(13)
 	p.Legend.ThumbnailWidth = vg.Points(28)
-	p.Add(plotter.NewGrid())
+	p.Title.Padding = vg.Points(10)
 	return p
+}
+
+// addGrid adds grid lines at the major ticks of the y axis and, with
+// vertical, of the x axis (not for bars: a line through every pair of bars
+// only clutters them).
+func addGrid(p *plot.Plot, vertical bool) {
+	g := plotter.NewGrid()
+	if !vertical {
+		g.Vertical.Color = nil
+	}
+	p.Add(g)
+}
+
+// drawPlot draws p on c. gonum/plot v0.17 pads the data area for a centred
+// axis label placed at the linear midpoint of the axis range
+// (verticalAxis.GlyphBoxes, horizontalAxis.GlyphBoxes), which on a log axis
+// is near its top end: the plot shrank by up to a sixth of the chart for a
+// label drawn elsewhere. A log axis's label is drawn here instead, beside
+// the canvas the plot gets.
+func drawPlot(c draw.Canvas, p *plot.Plot) {
+	if _, ok := p.X.Scale.(plot.LogScale); ok && p.X.Label.Text != "" {
+		l := p.X.Label
+		p.X.Label.Text = ""
+		defer func() { p.X.Label.Text = l.Text }()
+		descent := l.TextStyle.FontExtents().Descent
+		c.FillText(l.TextStyle, vg.Point{X: c.Center().X, Y: c.Min.Y + descent}, l.Text)
+		c = draw.Crop(c, 0, 0, l.TextStyle.Height(l.Text)+l.Padding, 0)
+	}
+	if _, ok := p.Y.Scale.(plot.LogScale); ok && p.Y.Label.Text != "" {
+		l := p.Y.Label
+		p.Y.Label.Text = ""
+		defer func() { p.Y.Label.Text = l.Text }()
+		var title vg.Length
+		if p.Title.Text != "" {
+			title = p.Title.TextStyle.Rectangle(p.Title.Text).Size().Y + p.Title.Padding
+		}
+		sty := l.TextStyle
+		sty.Rotation += math.Pi / 2
+		h := l.TextStyle.Height(l.Text)
+		descent := l.TextStyle.FontExtents().Descent
+		c.FillText(sty, vg.Point{X: c.Min.X + h - descent, Y: (c.Min.Y + c.Max.Y - title) / 2}, l.Text)
+		c = draw.Crop(c, h+l.Padding, 0, 0, 0)
+	}
+	p.Draw(c)
 }
 
 // saveChart writes p as dir/name.png and dir/name.svg.
 func saveChart(dir, name string, p *plot.Plot, w, h vg.Length) error {
-	return saveCanvas(dir, name, w, h, func(c draw.Canvas) { p.Draw(c) })
+	return saveCanvas(dir, name, w, h, func(c draw.Canvas) { drawPlot(c, p) })
 }
 
-// saveCanvas draws onto a PNG and an SVG canvas of w × h and writes both.
+// saveCanvas draws onto a PNG and an SVG canvas of w × h, inside a margin,
+// and writes both.
 func saveCanvas(dir, name string, w, h vg.Length, drawOn func(draw.Canvas)) error {
+	margin := func(c draw.Canvas) draw.Canvas { return draw.Crop(c, px(12), -px(24), px(8), -px(12)) }
 	// White backgrounds: a transparent chart is unreadable on a dark page.
 	img := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(chartDPI), vgimg.UseBackgroundColor(color.White))
-	drawOn(draw.New(img))
+	drawOn(margin(draw.New(img)))
 	svg := vgsvg.New(w, h)
 	sc := draw.New(svg)
 	sc.FillPolygon(color.White, []vg.Point{{X: 0, Y: 0}, {X: w, Y: 0}, {X: w, Y: h}, {X: 0, Y: h}})
-	drawOn(sc)
+	drawOn(margin(sc))
 	if err := writeTo(filepath.Join(dir, name+".png"), vgimg.PngCanvas{Canvas: img}); err != nil {
 		return err
 	}
@@ -238,6 +284,7 @@ func barChart(rep *experiment.Report, metric string, groups map[string]bool) (*p
 		title += ": predicted"
 	}
 	p := newChart(title, "variant / group", metricUnit(metric))
+	addGrid(p, false)
 	if measured {
 		mb := &rectBars{xs: mx, ys: my, width: w, color: measuredColor}
 		p.Add(mb)
@@ -262,6 +309,7 @@ func barChart(rep *experiment.Report, metric string, groups map[string]bool) (*p
 	p.NominalX(labels...)
 	p.X.Min, p.X.Max = -0.6, float64(len(labels))-0.4
 	p.Legend.Top = true
+	p.Legend.XOffs, p.Legend.YOffs = -vg.Points(10), -vg.Points(6)
 	p.Y.Min, p.Y.Max = 0, top*1.3+1e-9
 	return p, len(labels)
 }
@@ -291,6 +339,7 @@ func ccdfPoints(l *v1alpha1.LatencySummary) plotter.XYs {
 func latencyCCDF(rep *experiment.Report, group string) *plot.Plot {
 	p := newChart(group+": wake-up latency CCDF, measured (solid) vs predicted (dashed)",
 		"wake-up latency (µs, log scale)", "fraction of wake-ups later (log scale)")
+	addGrid(p, true)
 	p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
 	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
 	lines := 0
@@ -356,6 +405,7 @@ var latencyPercentiles = []struct{ label, metric string }{
 func latencyPercentileChart(rep *experiment.Report, group string) *plot.Plot {
 	p := newChart(group+": wake-up latency percentiles, measured (95% interval) vs predicted",
 		"percentile", "wake-up latency (µs, log scale)")
+	addGrid(p, false)
 	p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
 	var variants []experiment.VariantReport
 	for _, v := range rep.Variants {

@@ -8,7 +8,6 @@ import (
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
@@ -71,7 +70,7 @@ func writePlanCharts(dir string, spec *v1alpha1.SchedExperimentSpec, st *v1alpha
 			for r := range grid {
 				for k, p := range grid[r] {
 					if p != nil {
-						p.Draw(canvases[r][k])
+						drawPlot(canvases[r][k], p)
 					}
 				}
 			}
@@ -88,7 +87,9 @@ func writePlanCharts(dir string, spec *v1alpha1.SchedExperimentSpec, st *v1alpha
 func planPanel(spec *v1alpha1.SchedExperimentSpec, st *v1alpha1.SweepStatus, ci int, col experiment.SweepColumn, shape string) *plot.Plot {
 	p := newChart(fmt.Sprintf("%s: %s", shape, col.Name()), parameterUnit(st.Parameters[0]), col.Group+" "+metricUnit(col.Metric))
 	p.Title.TextStyle.Font.Size = vg.Points(16)
+	addGrid(p, true)
 	p.Legend.Top = true
+	p.Legend.XOffs, p.Legend.YOffs = -vg.Points(10), -vg.Points(6)
 	xmin, xmax := math.Inf(1), math.Inf(-1)
 	ymax := 0.0
 	line := 0
@@ -113,7 +114,7 @@ func planPanel(spec *v1alpha1.SchedExperimentSpec, st *v1alpha1.SweepStatus, ci 
 			if err != nil {
 				continue
 			}
-			l.Color = plotutil.Color(line)
+			l.Color = curveColor(line)
 			l.Width = vg.Points(2)
 			p.Add(l)
 			name := s.Variant
@@ -169,6 +170,18 @@ func planPanel(spec *v1alpha1.SchedExperimentSpec, st *v1alpha1.SweepStatus, ci 
 	}
 	p.Y.Min, p.Y.Max = 0, top+1e-9
 	return p
+}
+
+// curveColor is the colour of the i-th curve of a panel: the palette
+// without the red of the constraint line.
+func curveColor(i int) color.Color {
+	var cs []color.Color
+	for _, c := range palette {
+		if c != constraintRed {
+			cs = append(cs, c)
+		}
+	}
+	return cs[i%len(cs)]
 }
 
 type chartSeries struct {

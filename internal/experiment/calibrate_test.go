@@ -13,11 +13,14 @@ import (
 	"github.com/schedlab/schedlab/internal/simengine"
 )
 
-// Two earlier experiments on a 2-CPU shape, each showing some parameters
-// cleanly: hogs alone (background load takes CPU from them), and a
-// timer-driven probe beside a PingPong pair on idle CPUs (timer and wake-up
-// overhead delay the probe; wake-up overhead and context-switch cost slow
-// every round trip).
+// Earlier experiments on a 2-CPU shape, each showing some parameters
+// cleanly: hogs alone (background load takes CPU from them); a
+// timer-driven probe alone (timer overhead delays each wake-up on its idle
+// CPU); a PingPong pair alone, whose partners wake each other on the other,
+// idle CPU (the wake list: wake-up overhead delays each message, and the
+// context-switch cost slows every round trip). A probe beside the pair
+// would make the pair's wake-ups go to a busy CPU or to an idle one
+// depending on the probe's timing, and the error surface rough.
 const calibHogs = `
 apiVersion: schedlab.io/v1alpha1
 kind: SchedExperiment
@@ -35,10 +38,27 @@ spec:
     nodes: [{cpus: 2}]
 `
 
-const calibWakeups = `
+const calibProbe = `
 apiVersion: schedlab.io/v1alpha1
 kind: SchedExperiment
-metadata: {name: calib-wakeups}
+metadata: {name: calib-probe}
+spec:
+  mode: Simulate
+  duration: 2s
+  warmup: 200ms
+  variants: [{name: stock}]
+  workload:
+    groups:
+    - {name: probe, pattern: {type: LatencyProbe, interval: 1ms}}
+  simulation:
+    seed: 1
+    nodes: [{cpus: 2}]
+`
+
+const calibPairs = `
+apiVersion: schedlab.io/v1alpha1
+kind: SchedExperiment
+metadata: {name: calib-pairs}
 spec:
   mode: Simulate
   duration: 2s
@@ -46,7 +66,6 @@ spec:
   variants: [{name: stock}, {name: short, knobs: {baseSlice: 300us}}]
   workload:
     groups:
-    - {name: probe, pattern: {type: LatencyProbe, interval: 1ms}}
     - {name: pp, tasks: 2, pattern: {type: PingPong, run: 20us}}
   simulation:
     seed: 1
@@ -80,7 +99,7 @@ func syntheticData(t *testing.T, truth simengine.Calibration, manifests ...strin
 
 func TestCalibrateRecoversKnownOverheads(t *testing.T) {
 	truth := simengine.Calibration{TimerOverheadNs: 30_000, WakeupOverheadNs: 15_000, CtxSwitchNs: 4_000, BackgroundLoad: 0.05}
-	data, shape := syntheticData(t, truth, calibHogs, calibWakeups)
+	data, shape := syntheticData(t, truth, calibHogs, calibProbe, calibPairs)
 	fit, err := Calibrate(context.Background(), shape, data, CalibrateOptions{Duration: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -110,7 +129,7 @@ func TestCalibrateRecoversKnownOverheads(t *testing.T) {
 // With nothing to fit (measurements from the uncalibrated simulator), the
 // fit stays near zero and the error does not grow.
 func TestCalibrateNothingToFit(t *testing.T) {
-	data, shape := syntheticData(t, simengine.Calibration{}, calibHogs, calibWakeups)
+	data, shape := syntheticData(t, simengine.Calibration{}, calibHogs, calibProbe, calibPairs)
 	fit, err := Calibrate(context.Background(), shape, data, CalibrateOptions{Rounds: 1})
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 
 	yaml3 "go.yaml.in/yaml/v3"
@@ -212,8 +213,10 @@ func (d *manifestDoc) checkKind() error {
 var (
 	typeErrRE    = regexp.MustCompile(`cannot unmarshal (\w+)\S* into Go (?:struct field \S*?\.|value of type )?(\S*) of type (\S+)`)
 	unknownErrRE = regexp.MustCompile(`unknown field "([^"]+)"`)
-	dupErrRE     = regexp.MustCompile(`duplicate field "([^"]+)"`)
-	indexRE      = regexp.MustCompile(`\[\d+\]`)
+	// metav1.Duration's own error names no field: time: invalid duration "ten seconds".
+	durationErrRE = regexp.MustCompile(`time: invalid duration "((?:[^"\\]|\\.)*)"`)
+	dupErrRE      = regexp.MustCompile(`duplicate field "([^"]+)"`)
+	indexRE       = regexp.MustCompile(`\[\d+\]`)
 )
 
 // decodeExperiment decodes a SchedExperiment document strictly. Every error
@@ -250,6 +253,9 @@ func (d *manifestDoc) decodeExperiment() (*v1alpha1.SchedExperiment, error) {
 func (d *manifestDoc) explainTypeError(err error) error {
 	m := typeErrRE.FindStringSubmatch(err.Error())
 	if m == nil {
+		if dm := durationErrRE.FindStringSubmatch(err.Error()); dm != nil {
+			return d.explainDuration(dm[1])
+		}
 		return fmt.Errorf("not a valid SchedExperiment: %v", err)
 	}
 	got, field, goType := m[1], m[2], m[3]
@@ -277,6 +283,25 @@ func (d *manifestDoc) explainTypeError(err error) error {
 	}
 	if len(found) == 0 {
 		return fmt.Errorf("%s: %s given where the field wants %s%s", field, describeJSONKind(got), want, schema)
+	}
+	return errors.New(strings.Join(found, "; "))
+}
+
+// explainDuration names the field whose duration did not parse (metav1's
+// error says only the value), with the schema's own words for it.
+func (d *manifestDoc) explainDuration(value string) error {
+	if u, err := strconv.Unquote(`"` + value + `"`); err == nil {
+		value = u
+	}
+	const want = "should match '^([0-9]+(\\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$', such as 500ms, 10s or 1m30s"
+	var found []string
+	for _, v := range d.walk() {
+		if !v.key && v.node.Kind == yaml3.ScalarNode && v.node.Value == value {
+			found = append(found, fmt.Sprintf("%s (line %d): %q is not a duration: a duration %s", v.path, d.line(v.node), value, want))
+		}
+	}
+	if len(found) == 0 {
+		return fmt.Errorf("%q is not a duration: a duration %s", value, want)
 	}
 	return errors.New(strings.Join(found, "; "))
 }

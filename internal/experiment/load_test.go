@@ -89,8 +89,10 @@ spec:
 			t.Errorf("group name %s accepted", name)
 			continue
 		}
-		if want := `Invalid value: "boolean": must be of type string`; !strings.Contains(err.Error(), want) {
-			t.Errorf("group name %s: error %q does not contain %q", name, err, want)
+		for _, want := range []string{"spec.workload.groups[0].name (line 9)", "boolean", "must be of type string"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("group name %s: error %q does not contain %q", name, err, want)
+			}
 		}
 	}
 	exp, err := Parse(manifest(`"y"`))

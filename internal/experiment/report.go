@@ -195,6 +195,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if err := r.writeRequestTable(w, measured); err != nil {
+		return err
+	}
 	foot := unsupported
 	if r.PredError != "" {
 		foot = append(foot, "prediction error (cpu, mean |relative|): "+r.PredError)
@@ -209,6 +212,58 @@ func (r *Report) WriteTable(w io.Writer) error {
 		return err
 	}
 	return nil
+}
+
+// writeRequestTable prints the request metrics of Server groups (latency in
+// µs from scheduled arrival to completion, completed and dropped requests
+// per second, context switches per second), measured next to predicted
+// when measured; nothing when no group serves requests.
+func (r *Report) writeRequestTable(w io.Writer, measured bool) error {
+	cols := []struct {
+		name, metric string
+		prec         int
+	}{{"REQ/s", "throughput", 1}, {"DROP/s", "dropped", 1},
+		{"P50us", "requestLatencyUs.p50", 0}, {"P95us", "requestLatencyUs.p95", 0}, {"P99us", "requestLatencyUs.p99", 0},
+		{"P999us", "requestLatencyUs.p999", 0}, {"MAXus", "requestLatencyUs.max", 0},
+		{"CSW/s vol", "ctxSwitchesPerSec.voluntary", 0}, {"CSW/s inv", "ctxSwitchesPerSec.involuntary", 0}}
+	var rows [][]string
+	for _, v := range r.Variants {
+		for _, g := range v.Groups {
+			var mm *v1alpha1.Metrics
+			if g.Measured != nil {
+				mm = &g.Measured.Metrics
+			}
+			if (mm == nil || mm.RequestLatencyUs == nil) && (g.Predicted == nil || g.Predicted.RequestLatencyUs == nil) {
+				continue
+			}
+			row := []string{v.Name, g.Name}
+			for _, c := range cols {
+				if measured {
+					row = append(row, num(mm, c.metric, c.prec))
+				}
+				row = append(row, num(g.Predicted, c.metric, c.prec))
+			}
+			rows = append(rows, row)
+		}
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	head := []string{"VARIANT", "REQUESTS OF"}
+	for _, c := range cols {
+		if measured {
+			head = append(head, c.name+" meas", c.name+" pred")
+		} else {
+			head = append(head, c.name)
+		}
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
+	for _, row := range rows {
+		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
+	}
+	return tw.Flush()
 }
 
 func num(m *v1alpha1.Metrics, name string, prec int) string {

@@ -55,8 +55,11 @@ type Constants struct {
 	// TimerExpiryNs: from the timer's expiry to the task's enqueue (the
 	// timer interrupt, hrtimer_interrupt(), hrtimer_wakeup(), ttwu).
 	TimerExpiryNs int64 `json:"timerExpiryNs,omitempty"`
-	// WakeupNs: from a wake-up call (a pipe write) to the wakee's enqueue
-	// on its CPU (try_to_wake_up(), the IPI of a remote wake-up).
+	// WakeupNs: from a wake-up call (a pipe write, or a timer expiry that
+	// places the task on another CPU) to the wakee's enqueue on an idle
+	// CPU through its wake list (try_to_wake_up(), the IPI,
+	// sched_ttwu_pending()). A wake-up onto the waker's CPU or onto a busy
+	// CPU is enqueued by the waker at once (ttwu_queue_cond(), v6.12).
 	WakeupNs int64 `json:"wakeupNs,omitempty"`
 	// IdleExitNs: leaving the idle loop (cpuidle exit, the tick restart)
 	// when the woken task's CPU was idle.

@@ -284,7 +284,7 @@ func (s *sim) tick() {
 	if anyIdleDue && s.nCPU > 1 && s.overloaded() {
 		for c := int32(0); c < s.nCPU; c++ {
 			cpu := &s.cpus[c]
-			if cpu.curr < 0 && cpu.nextBalance <= s.now {
+			if cpu.curr < 0 && cpu.ttwuPending == 0 && cpu.nextBalance <= s.now {
 				if s.loadBalance(c, true, false) {
 					s.reschedCurr(c, false)
 				}
@@ -338,27 +338,21 @@ func (s *sim) timerSoftExpiry(ti int32) {
 
 // wakeTask wakes ti on behalf of the task running on wakerCPU (a pipe write).
 func (s *sim) wakeTask(ti, wakerCPU int32, sync bool) {
-	t := &s.tasks[ti]
-	t.timerWake = false
-	// A wake-up that stays on the waker's CPU, or of a task still queued as
-	// delayed, is done by the waker itself inside its system call, before it
-	// blocks: ttwu_queue_cond() (v6.12) sends no IPI to the local CPU and
-	// ttwu_runnable() requeues in place. Only a wake-up onto another CPU
-	// waits for the wake-up path (the IPI and the remote enqueue).
-	if s.wakeNs == 0 || (t.state == tsSleeping && (t.cpu == wakerCPU || s.ents[t.se].delayed)) {
-		s.tryToWakeUp(ti, wakerCPU, sync, s.now)
-		return
-	}
-	t.waitReason = s.now
-	t.waker = wakerCPU
-	t.pendingSync = false // the waker has blocked by the time it lands
-	s.push(event{t: s.now + s.wakeNs, kind: evWake, a: ti})
+	s.tasks[ti].timerWake = false
+	s.tryToWakeUp(ti, wakerCPU, sync, s.now)
 }
 
-// tryToWakeUp is try_to_wake_up(): select a CPU, migrate if it changed,
-// enqueue with ENQUEUE_WAKEUP and check preemption.
+// tryToWakeUp is try_to_wake_up(), run by the waker (or the timer
+// interrupt) on wakerCPU: select a CPU, migrate if it changed, then
+// ttwu_queue(): enqueue with ENQUEUE_WAKEUP and check preemption at once,
+// or, for an idle CPU other than wakerCPU, through that CPU's wake list.
 func (s *sim) tryToWakeUp(ti, wakerCPU int32, sync bool, reason int64) {
 	t := &s.tasks[ti]
+	if t.state == tsWaking {
+		// TASK_WAKING (on a wake list): ttwu_state_match() fails, the task
+		// is already on its way.
+		return
+	}
 	if t.state != tsSleeping {
 		t.pendingWake = true
 		return
@@ -392,9 +386,42 @@ func (s *sim) tryToWakeUp(ti, wakerCPU int32, sync bool, reason int64) {
 	if c != t.cpu {
 		s.migrateTask(ti, c)
 	}
+	// ttwu_queue_wakelist() with ttwu_queue_cond() (v6.12..v6.18): within
+	// an LLC (the simulated node is one), a wake-up onto another CPU goes
+	// through that CPU's wake list only when nothing runs there
+	// (!cpu_rq(cpu)->nr_running): an IPI, and the idle CPU enqueues the task
+	// itself (sched_ttwu_pending()). Onto the waker's own CPU, or a busy
+	// one, the waker enqueues it at once under that CPU's lock.
+	if s.wakeNs > 0 && c != wakerCPU && !t.running && s.rqIdle(c) {
+		t.state = tsWaking
+		t.waitReason = reason
+		t.pendingSync = sync
+		t.waker = wakerCPU
+		s.cpus[c].ttwuPending++ // rq->ttwu_pending: idle_cpu() is false
+		s.setIdle(c, false)
+		s.push(event{t: s.now + s.wakeNs, kind: evWakeList, a: ti})
+		return
+	}
+	s.ttwuActivate(ti, wakerCPU, sync, reason)
+}
+
+// ttwuPending is sched_ttwu_pending() on the CPU of a task queued on its
+// wake list: the IPI has arrived and the CPU enqueues the task.
+func (s *sim) ttwuPending(ti int32) {
+	t := &s.tasks[ti]
+	s.cpus[t.cpu].ttwuPending--
+	t.state = tsSleeping
+	s.ttwuActivate(ti, t.waker, t.pendingSync, t.waitReason)
+}
+
+// ttwuActivate is ttwu_do_activate(): enqueue the task on its CPU with
+// ENQUEUE_WAKEUP and check preemption of the CPU's current task.
+func (s *sim) ttwuActivate(ti, wakerCPU int32, sync bool, reason int64) {
+	t := &s.tasks[ti]
+	c := t.cpu
 	cpu := &s.cpus[c]
-	if s.cpuIdle(c) {
-		// ttwu_do_activate(): update rq->avg_idle with this idle period.
+	if s.rqIdle(c) {
+		// Update rq->avg_idle with this idle period (rq->idle_stamp).
 		d := s.now - cpu.idleStamp
 		maxIdle := 2 * max(s.migrationCost, 0)
 		if d > maxIdle {

@@ -53,8 +53,11 @@
 //     hrtimer's hard expiry (deadline + the task's timer slack, 50 µs by
 //     default) or at the first tick past the deadline on a busy CPU
 //     (hrtimer_interrupt() expires every timer past its soft expiry), then
-//     pays the timer interrupt; a wake-up by another task pays the wake-up
-//     path; a CPU leaving idle pays the idle exit; the switch to the woken
+//     pays the timer interrupt; a wake-up onto an idle CPU other than the
+//     waker's goes through that CPU's wake list and pays the wake-up path
+//     (ttwu_queue_cond(): the IPI), while onto the waker's own CPU or a
+//     busy one the waker enqueues the task at once; a CPU leaving idle pays
+//     the idle exit; the switch to the woken
 //     task pays the context switch; every wake-up costs the task its
 //     system-call and scheduler work (and a timer sleep its timer arm).
 //     The histogram is reported whole (power-of-two µs buckets) with the

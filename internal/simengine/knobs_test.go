@@ -30,6 +30,13 @@ func TestEveryKnobChangesTheSimulation(t *testing.T) {
 			return Input{Node: Node{CPUs: 2, Scheduler: sch}, DurationNs: 5e8,
 				Groups: []Group{{Name: "hog", Tasks: 2}, {Name: "pp", Tasks: 4, Pattern: Pattern{Type: PingPong, RunNs: 20e3}}}}
 		},
+		// WA_BIAS tips wake_affine_weight() between loaded CPUs: sync
+		// wake-ups of pairs beside hogs (no CPU idle, so wake-ups onto the
+		// other CPU are enqueued at once).
+		"feature WA_BIAS": func(sch Scheduler) Input {
+			return Input{Node: Node{CPUs: 2, Scheduler: sch}, DurationNs: 5e8,
+				Groups: []Group{{Name: "hog", Tasks: 2}, {Name: "pp", Tasks: 4, Pattern: Pattern{Type: PingPong, RunNs: 20e3}}}}
+		},
 		// BASE_SLICE raises slices shorter than min_granularity: light
 		// tasks among many.
 		"feature BASE_SLICE": func(sch Scheduler) Input {

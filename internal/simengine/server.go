@@ -13,11 +13,14 @@ import (
 //
 //   - An arrival at time T whose replica already holds Queue requests that
 //     no worker has taken is dropped. Otherwise it becomes Fanout sub-requests;
-//     each goes straight to an idle worker (the most recently idle one, a
-//     stack) if there is one, and waits in the queue otherwise.
-//   - Handing a sub-request to an idle worker wakes it as a timer expiry at T
-//     does (the dispatcher sleeps to the arrival on an absolute timer and
-//     wakes the worker; hrtimer_wakeup → try_to_wake_up on the worker's CPU).
+//     each goes straight to an idle worker (the one idle longest: the
+//     agent's idle workers each sleep to the next arrival nobody else waits
+//     for, so the first to go idle get the first arrivals) if there is one,
+//     and waits in the queue otherwise.
+//   - Handing a sub-request to an idle worker wakes it as its own timer's
+//     expiry at T does (the agent's worker sleeps to the arrival with
+//     clock_nanosleep, timer slack 1 ns unless the group sets one:
+//     hrtimer_wakeup → try_to_wake_up on the worker's CPU).
 //   - A worker runs its sub-request's service time (CPU time, so preemption
 //     stretches it), then takes the queue's head without sleeping, or blocks
 //     (a voluntary switch) when the queue is empty.
@@ -135,7 +138,7 @@ type server struct {
 
 	queue []int32 // FIFO of request slots, one entry per sub-request
 	qHead int
-	idle  []int32 // idle workers, most recently idle last
+	idle  []int32 // idle workers, longest idle first
 
 	arrAt   []int64 // per request slot: the scheduled arrival
 	left    []int32 // per slot: sub-requests not yet finished
@@ -249,9 +252,9 @@ func (s *sim) arrival(si int32) {
 	sv.untaken[slot] = sv.fanout
 	sv.waiting++
 	for k := int32(0); k < sv.fanout; k++ {
-		if n := len(sv.idle); n > 0 {
-			w := sv.idle[n-1]
-			sv.idle = sv.idle[:n-1]
+		if len(sv.idle) > 0 {
+			w := sv.idle[0]
+			sv.idle = sv.idle[1:]
 			s.takeRequest(w, slot)
 			s.arrivalWake(w)
 			continue
@@ -261,17 +264,11 @@ func (s *sim) arrival(si int32) {
 }
 
 // arrivalWake wakes idle worker ti for the request that arrived now: the
-// dispatcher's timer expires at the arrival (a real-time dispatcher has no
-// timer slack: hrtimer_interrupt(), hrtimer_wakeup()) and it wakes the
-// worker (futex wake → try_to_wake_up()), so the wake-up lands after the
-// timer expiry and wake-up costs and counts its latency from the arrival.
+// worker slept to this arrival on its own timer (clock_nanosleep to the
+// absolute arrival time, an hrtimer with the task's slack: armTimer), so it
+// wakes as a timer expiry does and counts its latency from the arrival.
 func (s *sim) arrivalWake(ti int32) {
-	t := &s.tasks[ti]
-	t.timerWake = false
-	t.waitReason = s.now
-	t.waker = -1
-	t.pendingSync = false
-	s.push(event{t: s.now + s.timerNs + s.wakeNs, kind: evWake, a: ti})
+	s.armTimer(ti, s.now)
 }
 
 // takeRequest gives request slot to worker ti: its next CPU burst is the

@@ -53,6 +53,7 @@ const (
 const (
 	tsSleeping uint8 = iota
 	tsQueued
+	tsWaking // TASK_WAKING: on a remote CPU's wake list, not queued yet
 )
 
 // Enqueue/dequeue flags (ENQUEUE_* / DEQUEUE_* in kernel/sched/sched.h).
@@ -71,6 +72,7 @@ const (
 	evPeriod
 	evTimerSoft // a timer sleep's soft expiry passed at a tick: expires if the tick runs on its CPU
 	evArrival   // a Server replica's next request arrives (a = server)
+	evWakeList  // the IPI of a wake-up queued on an idle CPU's wake list arrives (a = task)
 )
 
 // entity is a sched_entity: a task's or a per-CPU group entity.
@@ -231,6 +233,7 @@ type cpuState struct {
 	nextBalance     int64
 	nrBalanceFailed int
 	forkCount       int32 // tasks placed here at start (fork balancing)
+	ttwuPending     int32 // wake-ups queued on this CPU's wake list (rq->ttwu_pending)
 }
 
 type event struct {
@@ -508,6 +511,11 @@ func (s *sim) build() {
 		slack := g.TimerSlackNs
 		if slack == 0 {
 			slack = DefaultTimerSlackNs
+			if kind == patServer {
+				// The agent's Server workers sleep to arrivals with a
+				// 1 ns slack unless the group sets one.
+				slack = 1
+			}
 		}
 		w := prioToWeight[g.Nice+20]
 		if pol == polIdle {
@@ -695,6 +703,8 @@ func (s *sim) loop() {
 			s.periodTimer(e.a)
 		case evArrival:
 			s.arrival(e.a)
+		case evWakeList:
+			s.ttwuPending(e.a)
 		}
 		s.flushResched()
 	}
@@ -884,8 +894,15 @@ func (s *sim) setIdle(c int32, idle bool) {
 	*w = *w&^bit | set
 }
 
-// cpuIdle is available_idle_cpu(): nothing running and nothing queued.
+// cpuIdle is available_idle_cpu(): nothing running, nothing queued and no
+// wake-up on its way (idle_cpu() checks rq->ttwu_pending).
 func (s *sim) cpuIdle(c int32) bool {
+	return s.cpus[c].curr < 0 && s.rqs[s.cpus[c].root].hNr == 0 && s.cpus[c].ttwuPending == 0
+}
+
+// rqIdle is a CPU with nothing running and nothing queued
+// (!cpu_rq(cpu)->nr_running, rq->idle_stamp set), wake-ups on its way or not.
+func (s *sim) rqIdle(c int32) bool {
 	return s.cpus[c].curr < 0 && s.rqs[s.cpus[c].root].hNr == 0
 }
 

@@ -14,8 +14,7 @@ import (
 // never trusts the API server to have validated. The rules are the shared
 // ones (api/v1alpha1/validation's local set: the CRD schema's and CEL's,
 // less those that choose a cluster's nodes), run on a defaulted copy; the node adds only what it needs to write the
-// values: every cpuMax must be a quantity it can turn into a quota, and no group
-// may use a pattern the node cannot run yet (Server). One
+// values: every cpuMax must be a quantity it can turn into a quota. One
 // error lists every problem, each saying what to change.
 func Validate(spec *v1alpha1.SchedExperimentSpec) error {
 	const what = "invalid experiment (nothing was changed on the node)"
@@ -31,12 +30,6 @@ func Validate(spec *v1alpha1.SchedExperimentSpec) error {
 	for i := range s.Workload.Groups {
 		g := &s.Workload.Groups[i]
 		gf := root.Child("workload", "groups").Index(i)
-		if g.Pattern != nil && g.Pattern.Type == v1alpha1.PatternServer {
-			// The simulator predicts Server groups; the node's worker does
-			// not run them yet, so refuse before anything on the node changes.
-			errs = append(errs, field.Invalid(gf.Child("pattern", "type"), g.Pattern.Type,
-				"the node agent cannot run a Server pattern yet: use mode Simulate (schedlab simulate) for this group"))
-		}
 		if g.CPUMax == "" {
 			continue
 		}

@@ -9,7 +9,9 @@ import (
 // GroupMetrics summarises one group's tasks over the window in the API's
 // vocabulary: cpu (CPUs, summed over the group's tasks), cpuPerTask, the
 // merged wakeup latencies (µs), context switches per second, the deadline
-// miss ratio (Periodic) and ops per second (every pattern but Hog). Share is
+// miss ratio (Periodic) and ops per second (every pattern but Hog); for a
+// Server group request latency, throughput and dropped instead of wakeup
+// latency. Share is
 // left 0: it needs every group (see Shares and WindowMetrics).
 func GroupMetrics(w *Window, group string) v1alpha1.Metrics {
 	var m v1alpha1.Metrics
@@ -21,6 +23,7 @@ func GroupMetrics(w *Window, group string) v1alpha1.Metrics {
 		n                      int
 		cpuNs, vol, invol, ops int64
 		periods, misses        int64
+		dropped                int64
 		pattern                v1alpha1.PatternType
 		lat                    = NewHistogram()
 	)
@@ -37,6 +40,7 @@ func GroupMetrics(w *Window, group string) v1alpha1.Metrics {
 		ops += t.Ops
 		periods += t.Periods
 		misses += t.Misses
+		dropped += t.Dropped
 		lat.Merge(t.Latency)
 	}
 	if n == 0 {
@@ -45,6 +49,19 @@ func GroupMetrics(w *Window, group string) v1alpha1.Metrics {
 	m.CPU = float64(cpuNs) / 1e9 / secs
 	m.CPUPerTask = m.CPU / float64(n)
 	m.CtxSwitchesPerSec = &v1alpha1.ContextSwitches{Voluntary: float64(vol) / secs, Involuntary: float64(invol) / secs}
+	if pattern == v1alpha1.PatternServer {
+		// Request latency (scheduled arrival to completion), completed
+		// requests and dropped arrivals per second, as the simulator
+		// reports them.
+		s := lat.SummaryUs()
+		if lat.Count() > 0 {
+			s.P95 = float64(lat.Quantile(0.95)) / 1e3
+		}
+		m.RequestLatencyUs = &s
+		tp, dr := float64(ops)/secs, float64(dropped)/secs
+		m.Throughput, m.Dropped, m.OpsPerSec = &tp, &dr, &tp
+		return m
+	}
 	if pattern != v1alpha1.PatternHog {
 		s := lat.SummaryUs()
 		m.WakeupLatencyUs = &s

@@ -3,6 +3,7 @@ package workload
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -24,6 +25,14 @@ type workerConfig struct {
 	IntervalNs  int64                `json:"intervalNs,omitempty"`
 	MeanRunNs   int64                `json:"meanRunNs,omitempty"`
 	MeanSleepNs int64                `json:"meanSleepNs,omitempty"`
+	// Server: the size of the replica's shared queue (fd srvFD) and the
+	// service-time distribution (svcFixed, svcExponential, svcLognormal;
+	// μ and σ of a lognormal's logarithm).
+	ServerBytes   int64   `json:"serverBytes,omitempty"`
+	ServiceKind   int64   `json:"serviceKind,omitempty"`
+	ServiceMeanNs int64   `json:"serviceMeanNs,omitempty"`
+	ServiceMu     float64 `json:"serviceMu,omitempty"`
+	ServiceSigma  float64 `json:"serviceSigma,omitempty"`
 	// Initiator is true for the PingPong side that starts round trips.
 	Initiator bool   `json:"initiator,omitempty"`
 	Seed      uint64 `json:"seed,omitempty"`
@@ -126,6 +135,29 @@ func taskConfig(t Task, runID string, index int) (workerConfig, error) {
 		if c.MeanSleepNs, err = ns("meanSleep", p.MeanSleep, 10e3, 10e9); err != nil {
 			return c, err
 		}
+	case v1alpha1.PatternServer:
+		// The fanout against the replica's tasks is checked with the
+		// whole Spec (validate).
+		if errs := p.ServerErrors(MaxTasks); len(errs) > 0 {
+			return c, fmt.Errorf("task %d (%s): pattern%s: %s", index, t.Group, errs[0].Field, errs[0].Msg)
+		}
+		c.ServiceMeanNs = p.Service.Mean.Nanoseconds()
+		switch p.Service.Distribution {
+		case v1alpha1.ServiceExponential:
+			c.ServiceKind = svcExponential
+		case v1alpha1.ServiceLognormal:
+			c.ServiceKind = svcLognormal
+			var ok bool
+			if c.ServiceMu, c.ServiceSigma, ok = lognormalParams(float64(c.ServiceMeanNs), float64(p.Service.P99.Nanoseconds())); !ok {
+				return c, fmt.Errorf("task %d (%s): no lognormal has mean %s and p99 %s", index, t.Group, p.Service.Mean.Duration, p.Service.P99.Duration)
+			}
+		}
+		// An idle worker sleeps to its next arrival on a timer: without a
+		// slack of its own, the wake-up comes at the arrival, as a network
+		// interrupt's would.
+		if c.TimerSlackNs == 0 {
+			c.TimerSlackNs = 1
+		}
 	default:
 		return c, fmt.Errorf("task %d (%s): unknown pattern %q", index, t.Group, p.Type)
 	}
@@ -144,6 +176,32 @@ func taskConfig(t Task, runID string, index int) (workerConfig, error) {
 		return c, fmt.Errorf("task %d (%s): slice %dns is outside 100us..100ms", index, t.Group, t.SliceNs)
 	}
 	return c, nil
+}
+
+// Service-time distributions of a Server task as small integers for the
+// work loop.
+const (
+	svcFixed = iota
+	svcExponential
+	svcLognormal
+)
+
+// z99 is the standard normal's 99th percentile.
+const z99 = 2.3263478740408408
+
+// lognormalParams returns μ and σ of the lognormal with the given mean and
+// 99th percentile (mean = e^(μ+σ²/2), p99 = e^(μ+z99·σ), the smaller root
+// σ = z99 − √(z99² − 2 ln(p99/mean))), as the simulator draws it.
+func lognormalParams(mean, p99 float64) (mu, sigma float64, ok bool) {
+	if mean <= 0 || p99 <= mean {
+		return 0, 0, false
+	}
+	d := z99*z99 - 2*math.Log(p99/mean)
+	if d < 0 {
+		return 0, 0, false
+	}
+	sigma = z99 - math.Sqrt(d)
+	return math.Log(mean) - sigma*sigma/2, sigma, true
 }
 
 func (c workerConfig) marshal() string {

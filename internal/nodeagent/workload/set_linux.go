@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"strconv"
 	"sync"
@@ -103,13 +104,19 @@ type Set struct {
 	shm     *shm // every task's counters, slot i for Spec.Tasks[i]
 }
 
-// spawner forks every worker of a Set from one OS thread that lives exactly
-// as long as the Set. Linux sends the parent-death signal when the *thread*
-// that forked a child exits, not the process; forking from whatever thread
-// the caller's goroutine happens to be on would kill the workers early if
-// that thread ever went away (a goroutine that exits while locked to its
-// thread takes the thread with it). This thread is locked and ends, taking
-// any straggler with it, when Stop closes the spawner.
+// spawner forks every worker of a Set from one OS thread that is reserved
+// for it while the Set lives. Linux sends the parent-death signal when the
+// *thread* that forked a child exits, not the process; forking from
+// whatever thread the caller's goroutine happens to be on would kill the
+// workers early if that thread ever went away (a goroutine that exits while
+// locked to its thread takes the thread with it).
+//
+// When Stop closes the spawner the thread is unlocked and goes back to the
+// runtime, never ended: the runtime may have run other goroutines on it
+// before it was locked, and the children they forked with a parent-death
+// signal would die with it. Ending it did that: the reference harness's
+// load spinners, started earlier from the same thread, were killed in the
+// middle of the next measured window.
 type spawner struct {
 	reqs chan spawnReq
 	once sync.Once
@@ -123,7 +130,8 @@ type spawnReq struct {
 func newSpawner() *spawner {
 	sp := &spawner{reqs: make(chan spawnReq)}
 	go func() {
-		runtime.LockOSThread() // never unlocked: the thread exits with this goroutine
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
 		for r := range sp.reqs {
 			r.err <- r.cmd.Start()
 		}
@@ -244,7 +252,68 @@ func validate(spec Spec) ([]workerConfig, error) {
 		}
 		cfgs[i] = c
 	}
+	// A Server replica's tasks share one queue: the same pattern in every
+	// one, and a fanout no larger than their number.
+	for _, r := range serverReplicas(spec) {
+		first := spec.Tasks[r[0]].Pattern
+		for _, i := range r[1:] {
+			if !reflect.DeepEqual(spec.Tasks[i].Pattern, first) {
+				return nil, fmt.Errorf("workload: Server task %d (%s/%d) has another pattern than its replica's first task", i, spec.Tasks[i].Group, spec.Tasks[i].Replica)
+			}
+		}
+		if first.Fanout != nil && int(*first.Fanout) > len(r) {
+			return nil, fmt.Errorf("workload: Server replica %s/%d has fanout %d but only %d tasks", spec.Tasks[r[0]].Group, spec.Tasks[r[0]].Replica, *first.Fanout, len(r))
+		}
+	}
 	return cfgs, nil
+}
+
+// serverReplicas lists the tasks of every Server replica (same Group and
+// Replica), in Spec order.
+func serverReplicas(spec Spec) [][]int {
+	at := map[[2]any]int{}
+	var out [][]int
+	for i, t := range spec.Tasks {
+		if t.Pattern.Type != v1alpha1.PatternServer {
+			continue
+		}
+		k := [2]any{t.Group, t.Replica}
+		j, ok := at[k]
+		if !ok {
+			j = len(out)
+			at[k] = j
+			out = append(out, nil)
+		}
+		out[j] = append(out[j], i)
+	}
+	return out
+}
+
+// newServerStates creates every Server replica's shared queue and sets its
+// size in its tasks' configurations; srvOf[i] is task i's queue file.
+func newServerStates(spec Spec, cfgs []workerConfig, keep func(*os.File) *os.File) (map[int]*os.File, error) {
+	srvOf := map[int]*os.File{}
+	for _, r := range serverReplicas(spec) {
+		t := spec.Tasks[r[0]]
+		p := srvParams{rate: int64(*t.Pattern.Rate), periodic: t.Pattern.Arrivals == v1alpha1.ArrivalsPeriodic,
+			fanout: 1, queue: DefaultServerQueue, tasks: int64(len(r)), seed: t.Seed}
+		if t.Pattern.Fanout != nil {
+			p.fanout = int64(*t.Pattern.Fanout)
+		}
+		if t.Pattern.Queue != nil {
+			p.queue = int64(*t.Pattern.Queue)
+		}
+		fd, size, err := newSrvState(p)
+		if err != nil {
+			return nil, err
+		}
+		f := keep(os.NewFile(uintptr(fd), "server"))
+		for _, i := range r {
+			srvOf[i] = f
+			cfgs[i].ServerBytes = size
+		}
+	}
+	return srvOf, nil
 }
 
 // env is every worker's whole environment. GOMAXPROCS=1: one P, which the
@@ -269,6 +338,11 @@ func (s *Set) start(ctx context.Context, cfgs []workerConfig) error {
 		return fmt.Errorf("workload: duplicating the counters' fd: %w", err)
 	}
 	shmFile := keep(os.NewFile(uintptr(shmDup), "counters"))
+
+	srvOf, err := newServerStates(s.spec, cfgs, keep)
+	if err != nil {
+		return err
+	}
 
 	// PingPong pipes: pipeTo[i] is the pipe task i writes to its partner.
 	type pipe struct{ r, w *os.File }
@@ -311,6 +385,9 @@ func (s *Set) start(ctx context.Context, cfgs []workerConfig) error {
 		}
 		if i >= 0 && s.spec.Tasks[i].Pattern.Type == v1alpha1.PatternPingPong {
 			out = append(out, pipeTo[s.spec.Tasks[i].Peer].r, pipeTo[i].w)
+		}
+		if f := srvOf[i]; i >= 0 && f != nil {
+			out = append(out, f) // srvFD
 		}
 		return out, p, nil
 	}
@@ -535,12 +612,14 @@ func (s *Set) End() (*Window, error) {
 			return nil, fmt.Errorf("workload: end: %w", err)
 		}
 		d := c.sub(p.base)
-		hist, ops, periods, misses, blocks := readSlot(p.slot).since(p.slotAt)
+		now := readSlot(p.slot)
+		hist, ops, periods, misses, blocks := now.since(p.slotAt)
 		t := s.spec.Tasks[i]
 		w.Tasks[i] = TaskStats{Group: t.Group, Replica: t.Replica, Index: t.Index, PID: p.pid, Pattern: t.Pattern.Type,
 			CPUNs: d.cpuNs, RunDelayNs: d.runDelayNs, Voluntary: d.voluntary, Involuntary: d.involuntary,
 			Blocks: blocks, SideCPUNs: d.sideCPUNs, SideSwitches: d.sideSwitches,
-			Latency: hist, Ops: ops, Periods: periods, Misses: misses}
+			Latency: hist, Ops: ops, Periods: periods, Misses: misses,
+			Arrivals: now.arrivals - p.slotAt.arrivals, Dropped: now.dropped - p.slotAt.dropped}
 	}
 	for _, l := range s.leaders {
 		c, err := readCounters(s.fs, l.pid, 0)

@@ -23,13 +23,15 @@ import (
 // with atomic adds; the parent only loads them, and a window is the
 // difference of two loads.
 const (
-	slotState   = 0 // 1 once the work loop has started
-	slotOps     = 1
-	slotPeriods = 2
-	slotMisses  = 3
-	slotBlocks  = 4 // sleeps and blocking reads the pattern asked for
-	slotClamped = 5 // latencies outside 0..10 s, clamped
-	slotHist    = 8 // first histogram bucket
+	slotState    = 0 // 1 once the work loop has started
+	slotOps      = 1
+	slotPeriods  = 2
+	slotMisses   = 3
+	slotBlocks   = 4 // sleeps and blocking reads the pattern asked for
+	slotClamped  = 5 // latencies outside 0..10 s, clamped
+	slotArrivals = 6 // Server: arrivals admitted or dropped
+	slotDropped  = 7 // Server: arrivals dropped (the queue was full)
+	slotHist     = 8 // first histogram bucket
 
 	// The shared histogram has HdrHistogram's layout with 2 significant
 	// digits (256 sub-buckets, half-count magnitude 7) from 1 ns to 10 s:
@@ -133,6 +135,7 @@ func (m *shm) close() {
 // slotSnap is one reading of a slot.
 type slotSnap struct {
 	state, ops, periods, misses, blocks, clamped int64
+	arrivals, dropped                            int64
 	hist                                         []int64 // nil until read
 }
 
@@ -141,6 +144,7 @@ func readSlot(s *slot) slotSnap {
 		state: atomic.LoadInt64(&s[slotState]), ops: atomic.LoadInt64(&s[slotOps]),
 		periods: atomic.LoadInt64(&s[slotPeriods]), misses: atomic.LoadInt64(&s[slotMisses]),
 		blocks: atomic.LoadInt64(&s[slotBlocks]), clamped: atomic.LoadInt64(&s[slotClamped]),
+		arrivals: atomic.LoadInt64(&s[slotArrivals]), dropped: atomic.LoadInt64(&s[slotDropped]),
 		hist: make([]int64, shmHistLen),
 	}
 	for i := range r.hist {

@@ -197,9 +197,13 @@ func setupTask(cfg workerConfig) error {
 	return nil
 }
 
-// counters is the work thread's slot; a package variable so that the
-// memory stays reachable whatever the work loop's frame holds.
-var counters *slot
+// counters is the work thread's slot, and server a Server task's shared
+// queue; package variables so that the memory stays reachable whatever the
+// work loop's frame holds.
+var (
+	counters *slot
+	server   *srvHdr
+)
 
 func runTask(cfg workerConfig, c *ctrl) int {
 	report := func(err error) int {
@@ -228,6 +232,14 @@ func runTask(cfg workerConfig, c *ctrl) int {
 	}
 	_ = unix.Close(shmFD)
 	counters = s
+	var srv *srvHdr
+	if cfg.Pattern == v1alpha1.PatternServer {
+		if srv, err = mapSrv(srvFD, cfg.ServerBytes); err != nil {
+			return report(err)
+		}
+		_ = unix.Close(srvFD)
+		server = srv
+	}
 	if err := c.send(msg{T: msgReady, PID: os.Getpid(), TID: unix.Gettid()}); err != nil {
 		return 1
 	}
@@ -251,7 +263,8 @@ func runTask(cfg workerConfig, c *ctrl) int {
 		return 1
 	}
 	l := loop{pattern: patternCode(cfg.Pattern), runNs: cfg.RunNs, periodNs: cfg.PeriodNs, intervalNs: cfg.IntervalNs,
-		meanRunNs: cfg.MeanRunNs, meanSleepNs: cfg.MeanSleepNs, initiator: cfg.Initiator, rng: cfg.Seed ^ 0x9e3779b97f4a7c15}
+		meanRunNs: cfg.MeanRunNs, meanSleepNs: cfg.MeanSleepNs, initiator: cfg.Initiator, rng: cfg.Seed ^ 0x9e3779b97f4a7c15,
+		srv: srv, sw: srvWorker{kind: cfg.ServiceKind, meanNs: cfg.ServiceMeanNs, mu: cfg.ServiceMu, sigma: cfg.ServiceSigma, rng: cfg.Seed ^ 0x2545f4914f6cdd1d}}
 	if cfg.Perturb {
 		l.run(s)
 	} else {
@@ -267,6 +280,7 @@ const (
 	patProbe
 	patPingPong
 	patBurst
+	patServer
 )
 
 func patternCode(p v1alpha1.PatternType) int {
@@ -281,6 +295,8 @@ func patternCode(p v1alpha1.PatternType) int {
 		return patPingPong
 	case v1alpha1.PatternBurst:
 		return patBurst
+	case v1alpha1.PatternServer:
+		return patServer
 	}
 	return 0
 }
@@ -292,6 +308,8 @@ type loop struct {
 	meanRunNs, meanSleepNs      int64
 	initiator                   bool
 	rng                         uint64
+	srv                         *srvHdr
+	sw                          srvWorker
 }
 
 // detachAndRun leaves the Go scheduler (step 1 above) and runs the pattern
@@ -321,6 +339,8 @@ func (l *loop) run(s *slot) {
 		pingPong(s, l.initiator, l.runNs)
 	case patBurst:
 		burst(s, l.meanRunNs, l.meanSleepNs, &l.rng)
+	case patServer:
+		serve(s, l.srv, &l.sw)
 	}
 	exit(3)
 }

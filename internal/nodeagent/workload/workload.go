@@ -48,7 +48,9 @@ type Task struct {
 	TimerSlackNs int64
 
 	// Pattern is what the task does (Hog, Periodic, LatencyProbe, PingPong,
-	// Burst), with durations as in the API.
+	// Burst, Server), with durations as in the API. Every task of a Server
+	// replica (same Group and Replica) has the same pattern and serves the
+	// replica's one queue.
 	Pattern v1alpha1.Pattern
 
 	// Peer is, for PingPong, the index in Spec.Tasks of the partner (pairs
@@ -124,7 +126,20 @@ type TaskStats struct {
 	Ops     int64
 	Periods int64
 	Misses  int64
+
+	// Server: Ops are requests completed (counted by the task that finished
+	// a request's last sub-request) and Latency their request latencies,
+	// from scheduled arrival to completion. Arrivals and Dropped are the
+	// replica's arrivals this task admitted or dropped (whichever worker
+	// held the queue's lock when their time had come), and of those the
+	// ones dropped on a full queue.
+	Arrivals int64
+	Dropped  int64
 }
+
+// DefaultServerQueue is a Server replica's queue bound when the pattern sets
+// none, as in the API.
+const DefaultServerQueue = 1000
 
 // Window is one measured window.
 type Window struct {

@@ -787,3 +787,40 @@ func TestInvariantsCatchAPerturbingWorker(t *testing.T) {
 		}
 	}
 }
+
+// TestStopLeavesOtherChildrenAlive: a Set's spawner locks whatever thread
+// its goroutine is on, which the runtime may have used before to fork other
+// children with a parent-death signal. Stopping the Set must not end that
+// thread (and so kill them): sleepers forked from this goroutine, one
+// before each of ten Sets started and stopped, all outlive the Sets.
+func TestStopLeavesOtherChildrenAlive(t *testing.T) {
+	var sleepers []*exec.Cmd
+	defer func() {
+		for _, c := range sleepers {
+			_ = c.Process.Kill()
+			_ = c.Wait()
+		}
+	}()
+	for range 10 {
+		cmd := exec.Command("sleep", "60")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		sleepers = append(sleepers, cmd)
+		s, err := Start(context.Background(), Spec{WorkerBinary: selfBinary(t), Tasks: []Task{task("h", v1alpha1.Pattern{Type: v1alpha1.PatternLatencyProbe, Interval: dur(time.Millisecond)})}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Stop(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(100 * time.Millisecond) // time for a parent-death signal to land
+	for _, c := range sleepers {
+		var ws unix.WaitStatus
+		if pid, _ := unix.Wait4(c.Process.Pid, &ws, unix.WNOHANG, nil); pid == c.Process.Pid {
+			t.Fatalf("sleep %d, forked before a Set started, died when it stopped: %v", c.Process.Pid, ws.Signal())
+		}
+	}
+}
