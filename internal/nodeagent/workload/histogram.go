@@ -64,6 +64,17 @@ func (h *Histogram) Clamped() int64 { return h.clamped }
 // Quantile returns the value (ns) at quantile q in 0..1, 0 when empty.
 func (h *Histogram) Quantile(q float64) int64 { return h.h.ValueAtQuantile(q * 100) }
 
+// CountBelow is how many values lie in buckets wholly below ns.
+func (h *Histogram) CountBelow(ns int64) int64 {
+	var n int64
+	for _, b := range h.h.Distribution() {
+		if b.To <= ns {
+			n += b.Count
+		}
+	}
+	return n
+}
+
 // Max is the largest value recorded (ns, within the histogram's precision).
 func (h *Histogram) Max() int64 { return h.h.Max() }
 

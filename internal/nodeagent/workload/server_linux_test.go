@@ -58,6 +58,47 @@ func TestServerDrawsNosplit(t *testing.T) {
 	}
 }
 
+// TestServerPoissonArrivals checks the replica's arrival schedule: 200,000
+// Poisson gaps at 500/s have mean 2 ms and a coefficient of variation of 1,
+// and Periodic arrivals are exactly 1/rate apart.
+func TestServerPoissonArrivals(t *testing.T) {
+	for _, periodic := range []bool{false, true} {
+		fd, size, err := newSrvState(srvParams{rate: 500, periodic: periodic, fanout: 1, queue: 10, tasks: 1, seed: 42})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := mapSrv(fd, size)
+		syscall.Close(fd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.origin, h.lastT = 1e9, 1e9
+		const n = 200000
+		var s, s2 float64
+		prev := int64(1e9)
+		for i := 0; i < n; i++ {
+			h.gen()
+			h.procSeq++ // consumed: look holds a few
+			at := *h.i64(h.offLook, (h.genSeq-1)%h.lookLen)
+			g := float64(at - prev)
+			if periodic && i > 0 && g != 2e6 {
+				t.Fatalf("Periodic gap %v, want exactly 2 ms", g)
+			}
+			prev = at
+			s += g
+			s2 += g * g
+		}
+		if periodic {
+			continue
+		}
+		mean := s / n
+		cv := math.Sqrt(s2/n-mean*mean) / mean
+		if math.Abs(mean-2e6) > 0.01*2e6 || math.Abs(cv-1) > 0.02 {
+			t.Errorf("Poisson gaps: mean %.0f ns (want 2 ms ± 1%%), CV %.3f (want 1 ± 0.02)", mean, cv)
+		}
+	}
+}
+
 // TestServerQueueBookkeeping drives one replica's shared state by hand:
 // admission in order, the queue bound, fanout, and arming.
 func TestServerQueueBookkeeping(t *testing.T) {
@@ -190,7 +231,7 @@ func TestServerStallCountsFromScheduledArrival(t *testing.T) {
 		arr += ts.Arrivals
 		done += ts.Ops
 	}
-	over50 := lat.Count() - countBelow(lat, 50e6)
+	over50 := lat.Count() - lat.CountBelow(50e6)
 	t.Logf("stall %v: arrivals %d, completed %d, ≥50ms %d, max %.1f ms, p50 %.0f µs", stall, arr, done, over50, float64(lat.Max())/1e6, float64(lat.Quantile(0.5))/1e3)
 	// Arrivals in the first stall-50ms of the stall waited at least 50 ms;
 	// a few more wait for the backlog (200 × 100 µs on 2 workers) to drain,
@@ -205,17 +246,6 @@ func TestServerStallCountsFromScheduledArrival(t *testing.T) {
 	if math.Abs(float64(done-arr)) > 4 {
 		t.Errorf("%d completed for %d arrivals: the backlog was not served", done, arr)
 	}
-}
-
-// countBelow is how many values of h are below v (ns).
-func countBelow(h *Histogram, v int64) int64 {
-	var n int64
-	for _, b := range h.h.Distribution() {
-		if b.To <= v {
-			n += b.Count
-		}
-	}
-	return n
 }
 
 // TestServerSaturation offers 1.2 × capacity (2 workers of 1 ms, 2400/s)
