@@ -59,6 +59,12 @@ type Options struct {
 	FinalWriteTimeout time.Duration
 	// Log of the agent.
 	Log logr.Logger
+	// RestoreOnly: replay the journal, report the restore into the NodeRun
+	// and return, running nothing. The controller runs it in a restore-only
+	// Pod on a node whose agent went away without reporting its restore;
+	// Run fails while anything could not be restored, so the Pod is
+	// restarted until the journal is empty.
+	RestoreOnly bool
 }
 
 // Agent serves one node's NodeRun of one experiment.
@@ -150,7 +156,17 @@ func (a *Agent) Run(ctx context.Context) error {
 	if !a.cache.WaitForCacheSync(ctx) {
 		return ctx.Err()
 	}
-	if err := a.reportRecovery(ctx, recovered); err != nil {
+	if a.opts.RestoreOnly {
+		if err := a.reportRecovery(ctx, recovered, "aborted: the agent went away mid-run; a restore-only pod restored the journal"); err != nil {
+			return fmt.Errorf("writing the restore record: %w", err)
+		}
+		if !allOK(recovered) {
+			return fmt.Errorf("%d of %d knobs could not be restored", countFailed(recovered), len(recovered))
+		}
+		log.Info("Restore-only run: the journal is empty", "restored", len(recovered))
+		return nil
+	}
+	if err := a.reportRecovery(ctx, recovered, "aborted: the agent was restarted mid-run; the journal was restored"); err != nil {
 		log.Error(err, "Writing the recovered restore record")
 	}
 
@@ -356,7 +372,7 @@ func (a *Agent) finish(ctx context.Context, log logr.Logger, st, res *v1alpha1.N
 // node rebooted): the NodeRun says Running, or finished without its
 // restore. The journal has been restored by now; the run is Aborted (not
 // run again: a crashing agent must not loop), with the restore record.
-func (a *Agent) reportRecovery(ctx context.Context, recs []v1alpha1.KnobRecord) error {
+func (a *Agent) reportRecovery(ctx context.Context, recs []v1alpha1.KnobRecord, abortMessage string) error {
 	nr := &v1alpha1.NodeRun{}
 	if err := a.client.Get(ctx, types.NamespacedName{Name: a.name}, nr); err != nil {
 		return client.IgnoreNotFound(err)
@@ -370,12 +386,22 @@ func (a *Agent) reportRecovery(ctx context.Context, recs []v1alpha1.KnobRecord) 
 	}
 	st.Restored = allOK(recs)
 	if !st.Phase.Finished() {
-		st.Phase, st.Message = v1alpha1.NodeRunAborted, "aborted: the agent was restarted mid-run; the journal was restored"
+		st.Phase, st.Message = v1alpha1.NodeRunAborted, abortMessage
 	}
 	now := metav1.NewTime(a.opts.Clock.Now())
 	st.LastUpdateTime = &now
 	a.ended = st.ExperimentGeneration
 	return a.writeStatus(ctx, st)
+}
+
+func countFailed(recs []v1alpha1.KnobRecord) int {
+	n := 0
+	for _, r := range recs {
+		if !r.OK {
+			n++
+		}
+	}
+	return n
 }
 
 func allOK(recs []v1alpha1.KnobRecord) bool {

@@ -80,69 +80,11 @@ func (r *SchedExperimentReconciler) daemonSetFor(s *scope) (*appsv1.DaemonSet, e
 	for k, v := range selector {
 		labels[k] = v
 	}
-	// The workload runs in cgroups of its own, outside the container's:
-	// the request is the agent's alone.
-	resources := corev1.ResourceRequirements{Requests: corev1.ResourceList{
-		corev1.ResourceCPU:    resource.MustParse("10m"),
-		corev1.ResourceMemory: resource.MustParse("64Mi"),
+	spec := r.agentPodSpec(s)
+	spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: nodeTerms(s.chosen)},
 	}}
-	if cfg.AgentResources != nil {
-		resources = *cfg.AgentResources.DeepCopy()
-	}
-	var pullSecrets []corev1.LocalObjectReference
-	for _, n := range cfg.AgentImagePullSecrets {
-		pullSecrets = append(pullSecrets, corev1.LocalObjectReference{Name: n})
-	}
-	hostPathDir := corev1.HostPathDirectory
-	stateType := corev1.HostPathDirectoryOrCreate
-	propagation := corev1.MountPropagationHostToContainer
-	tmpl := corev1.PodTemplateSpec{
-		ObjectMeta: metav1.ObjectMeta{Labels: labels},
-		Spec: corev1.PodSpec{
-			ServiceAccountName:            cfg.AgentServiceAccount,
-			HostPID:                       true,
-			PriorityClassName:             cfg.AgentPriorityClass,
-			Tolerations:                   cfg.AgentTolerations,
-			NodeSelector:                  cfg.AgentNodeSelector,
-			ImagePullSecrets:              pullSecrets,
-			TerminationGracePeriodSeconds: ptr.To[int64](120),
-			AutomountServiceAccountToken:  ptr.To(true),
-			Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
-				RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: nodeTerms(s.chosen)},
-			}},
-			Containers: []corev1.Container{{
-				Name:            "agent",
-				Image:           cfg.AgentImage,
-				ImagePullPolicy: cfg.AgentImagePullPolicy,
-				Args: []string{"agent",
-					"--experiment", s.exp.Name,
-					"--state-dir", cfg.StateDir,
-				},
-				Env: []corev1.EnvVar{
-					{Name: "NODE_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}},
-					{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
-				},
-				Resources: resources,
-				SecurityContext: &corev1.SecurityContext{
-					Privileged:             ptr.To(true),
-					RunAsUser:              ptr.To[int64](0),
-					ReadOnlyRootFilesystem: ptr.To(true),
-				},
-				VolumeMounts: []corev1.VolumeMount{
-					{Name: "cgroup", MountPath: "/sys/fs/cgroup"},
-					{Name: "debugfs", MountPath: "/sys/kernel/debug", MountPropagation: &propagation},
-					{Name: "state", MountPath: cfg.StateDir},
-					{Name: "tmp", MountPath: "/tmp"},
-				},
-			}},
-			Volumes: []corev1.Volume{
-				{Name: "cgroup", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/sys/fs/cgroup", Type: &hostPathDir}}},
-				{Name: "debugfs", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/sys/kernel/debug", Type: &hostPathDir}}},
-				{Name: "state", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: cfg.StateDir, Type: &stateType}}},
-				{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
-			},
-		},
-	}
+	tmpl := corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: spec}
 	raw, err := json.Marshal(tmpl)
 	if err != nil {
 		return nil, err
@@ -168,6 +110,70 @@ func (r *SchedExperimentReconciler) daemonSetFor(s *scope) (*appsv1.DaemonSet, e
 		return nil, err
 	}
 	return ds, nil
+}
+
+// agentPodSpec is the pod of an agent: one privileged container sharing the
+// host's PID namespace, with the host's cgroup, debugfs and state directories
+// (see daemonSetFor). extraArgs follow the agent's own.
+func (r *SchedExperimentReconciler) agentPodSpec(s *scope, extraArgs ...string) corev1.PodSpec {
+	cfg := r.Config
+	// The workload runs in cgroups of its own, outside the container's:
+	// the request is the agent's alone.
+	resources := corev1.ResourceRequirements{Requests: corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse("10m"),
+		corev1.ResourceMemory: resource.MustParse("64Mi"),
+	}}
+	if cfg.AgentResources != nil {
+		resources = *cfg.AgentResources.DeepCopy()
+	}
+	var pullSecrets []corev1.LocalObjectReference
+	for _, n := range cfg.AgentImagePullSecrets {
+		pullSecrets = append(pullSecrets, corev1.LocalObjectReference{Name: n})
+	}
+	hostPathDir := corev1.HostPathDirectory
+	stateType := corev1.HostPathDirectoryOrCreate
+	propagation := corev1.MountPropagationHostToContainer
+	return corev1.PodSpec{
+		ServiceAccountName:            cfg.AgentServiceAccount,
+		HostPID:                       true,
+		PriorityClassName:             cfg.AgentPriorityClass,
+		Tolerations:                   cfg.AgentTolerations,
+		NodeSelector:                  cfg.AgentNodeSelector,
+		ImagePullSecrets:              pullSecrets,
+		TerminationGracePeriodSeconds: ptr.To[int64](120),
+		AutomountServiceAccountToken:  ptr.To(true),
+		Containers: []corev1.Container{{
+			Name:            "agent",
+			Image:           cfg.AgentImage,
+			ImagePullPolicy: cfg.AgentImagePullPolicy,
+			Args: append([]string{"agent",
+				"--experiment", s.exp.Name,
+				"--state-dir", cfg.StateDir,
+			}, extraArgs...),
+			Env: []corev1.EnvVar{
+				{Name: "NODE_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}},
+				{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
+			},
+			Resources: resources,
+			SecurityContext: &corev1.SecurityContext{
+				Privileged:             ptr.To(true),
+				RunAsUser:              ptr.To[int64](0),
+				ReadOnlyRootFilesystem: ptr.To(true),
+			},
+			VolumeMounts: []corev1.VolumeMount{
+				{Name: "cgroup", MountPath: "/sys/fs/cgroup"},
+				{Name: "debugfs", MountPath: "/sys/kernel/debug", MountPropagation: &propagation},
+				{Name: "state", MountPath: cfg.StateDir},
+				{Name: "tmp", MountPath: "/tmp"},
+			},
+		}},
+		Volumes: []corev1.Volume{
+			{Name: "cgroup", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/sys/fs/cgroup", Type: &hostPathDir}}},
+			{Name: "debugfs", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/sys/kernel/debug", Type: &hostPathDir}}},
+			{Name: "state", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: cfg.StateDir, Type: &stateType}}},
+			{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		},
+	}
 }
 
 // nodeTerms pins pods to the nodes: a metadata.name field selector takes one

@@ -556,28 +556,42 @@ func (r *SchedExperimentReconciler) drain(ctx context.Context, s *scope, runs []
 		s.ds = nil
 	}
 	var pending []string
+	pendingSet := map[string]bool{}
 	for _, nr := range runs {
 		if needsRestore(&nr) {
 			pending = append(pending, nr.Spec.NodeName)
+			pendingSet[nr.Spec.NodeName] = true
 		}
 	}
+	noteRestored(s, runs, pendingSet)
 	if len(pending) == 0 {
-		return true, "", nil
+		return true, "", r.endRestore(ctx, s, nil)
 	}
 	if s.exp.Annotations[v1alpha1.ForceCleanupAnnotation] == "true" {
 		s.event(corev1.EventTypeWarning, "ForcedCleanup", "Drain",
 			fmt.Sprintf("Not waiting for %d nodes to report their restore (%s): %s", len(pending), v1alpha1.ForceCleanupAnnotation, summarize(pending)))
-		return true, "", nil
+		return true, "", r.endRestore(ctx, s, pending)
 	}
 	deadline := since.Add(r.Config.RestoreTimeout)
-	if !s.now.Time.Before(deadline) {
-		s.event(corev1.EventTypeWarning, "RestoreTimedOut", "Drain",
-			fmt.Sprintf("%d nodes did not report their restore within %s; unlocking them: %s", len(pending), r.Config.RestoreTimeout, summarize(pending)))
-		return true, "", nil
+	if s.now.Time.Before(deadline) {
+		s.requeueIn(deadline.Sub(s.now.Time))
+		return false, fmt.Sprintf("waiting for %d nodes to report their restore: %s (annotate %s=true to stop waiting for nodes that are gone)",
+			len(pending), summarize(pending), v1alpha1.ForceCleanupAnnotation), nil
 	}
-	s.requeueIn(deadline.Sub(s.now.Time))
-	return false, fmt.Sprintf("waiting for %d nodes to report their restore: %s (annotate %s=true to stop waiting for nodes that are gone)",
-		len(pending), summarize(pending), v1alpha1.ForceCleanupAnnotation), nil
+	// The agents are gone without reporting: the nodes stay locked (no other
+	// experiment may land on a node in an unknown state) and a restore-only
+	// Pod replays each journal. Nodes that did report are released now.
+	if err := r.ensureRestorePods(ctx, s, pending); err != nil {
+		return false, "", err
+	}
+	if err := r.releaseLeasesExcept(ctx, s, pendingSet); err != nil {
+		return false, "", err
+	}
+	msg := fmt.Sprintf("%d nodes did not report their restore within %s and stay locked while a restore-only Pod runs on each: %s (annotate %s=true to unlock them anyway)",
+		len(pending), r.Config.RestoreTimeout, summarize(pending), v1alpha1.ForceCleanupAnnotation)
+	s.markNodesNotRestored(msg)
+	s.requeueIn(restoreRetryInterval)
+	return false, msg, nil
 }
 
 // needsRestore: the agent started touching the node and has not reported

@@ -22,6 +22,11 @@ const (
 	// reconcile loop.
 	reasonSimulating       = "Simulating"
 	reasonSimulationFailed = "SimulationFailed"
+	// NodesNotRestored reasons: restore-only Pods run; every node reported
+	// its restore; the force-cleanup annotation released nodes anyway.
+	reasonRestorePods   = "RestorePodsRunning"
+	reasonRestored      = "Restored"
+	reasonForcedCleanup = "ForcedCleanup"
 )
 
 // setCondition sets a condition, keeping its transition time when the
@@ -135,6 +140,31 @@ func (s *scope) markNodesReleased() {
 	if c := meta.FindStatusCondition(s.status.Conditions, v1alpha1.ConditionNodesLocked); c != nil && c.Status == metav1.ConditionTrue {
 		s.setCondition(v1alpha1.ConditionNodesLocked, metav1.ConditionFalse, reasonReleased, "the run is over and the nodes are unlocked")
 	}
+}
+
+// markNodesNotRestored: the restore timeout passed with nodes that did not
+// report their restore; they stay locked while restore-only Pods run.
+func (s *scope) markNodesNotRestored(msg string) {
+	s.setCondition(v1alpha1.ConditionNodesNotRestored, metav1.ConditionTrue, reasonRestorePods, msg)
+}
+
+// nodesNotRestored: restore-only Pods were started and have not all reported.
+func (s *scope) nodesNotRestored() bool {
+	c := meta.FindStatusCondition(s.status.Conditions, v1alpha1.ConditionNodesNotRestored)
+	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == reasonRestorePods
+}
+
+// markNodesRestored: every node reported its restore after restore-only Pods ran.
+func (s *scope) markNodesRestored() {
+	s.setCondition(v1alpha1.ConditionNodesNotRestored, metav1.ConditionFalse, reasonRestored, "every node reported its restore")
+}
+
+// markNodesReleasedUnrestored: the force-cleanup annotation released nodes
+// that never reported their restore; they may still carry the experiment's
+// knobs.
+func (s *scope) markNodesReleasedUnrestored(nodes []string) {
+	s.setCondition(v1alpha1.ConditionNodesNotRestored, metav1.ConditionTrue, reasonForcedCleanup,
+		fmt.Sprintf("%d nodes were unlocked by %s without reporting their restore and may still carry this experiment's knobs: %s", len(nodes), v1alpha1.ForceCleanupAnnotation, summarize(nodes)))
 }
 
 // markSpecChanged: the run of generation old is being stopped for the

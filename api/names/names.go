@@ -84,6 +84,13 @@ func DaemonSet(experiment string) string {
 	return Shorten("schedlab-agent-"+experiment, maxDNSLabel-6)
 }
 
+// RestorePod is the name of the restore-only Pod the controller runs on a
+// node whose agent went away without reporting its restore.
+func RestorePod(experiment, node string) string {
+	readable := strings.ReplaceAll("schedlab-restore-"+experiment+"-"+node, ".", "-")
+	return withHash(readable, experiment+"/"+node, maxDNSLabel)
+}
+
 // Lease is the name of the Lease that locks node.
 func Lease(node string) string { return Shorten("schedlab-node-"+node, maxDNSSubName) }
 

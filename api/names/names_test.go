@@ -62,3 +62,22 @@ func TestRunIDLengthSafe(t *testing.T) {
 		t.Errorf("RunID of x.y and x-y are both %q", a)
 	}
 }
+
+// A restore-only Pod's name is a DNS label (its hostname) for any legal
+// experiment and node name, and distinct per experiment and node.
+func TestRestorePodNamesAreLabels(t *testing.T) {
+	seen := map[string]string{}
+	for _, c := range []struct{ exp, node string }{
+		{"a-b", "c"}, {"a", "b-c"}, {fqdn(253, "e"), fqdn(253, "n")}, {"exp", fqdn(253, "n")}, {fqdn(253, "e"), "node"},
+	} {
+		n := RestorePod(c.exp, c.node)
+		if len(n) > 63 || !dnsLabel.MatchString(n) {
+			t.Errorf("RestorePod(%q, %q) = %q: not a DNS label", c.exp, c.node, n)
+		}
+		key := c.exp + "/" + c.node
+		if other, dup := seen[n]; dup {
+			t.Errorf("RestorePod: %q and %q both give %q", other, key, n)
+		}
+		seen[n] = key
+	}
+}

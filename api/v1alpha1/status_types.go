@@ -12,6 +12,10 @@ const (
 	ConditionCompleted   = "Completed"
 	ConditionDegraded    = "Degraded"
 	ConditionFailed      = "Failed"
+	// ConditionNodesNotRestored is True while nodes whose agent started
+	// changing them have not reported their restore after the restore
+	// timeout: they stay locked and a restore-only Pod runs on each.
+	ConditionNodesNotRestored = "NodesNotRestored"
 )
 
 // Condition reasons.
@@ -89,6 +93,11 @@ type NodeProgress struct {
 	// message explains a failure, an unsupported knob or a timeout.
 	// +optional
 	Message string `json:"message,omitempty"`
+	// restored says, once the run is over, whether the node's agent
+	// reported every knob it changed restored: false keeps the node locked
+	// while a restore-only Pod replays the journal there.
+	// +optional
+	Restored *bool `json:"restored,omitempty"`
 }
 
 // GroupResult is one variant × group (× node shape) row of the results.

@@ -31,6 +31,7 @@ func newAgentCmd() *cobra.Command {
 		profiles         bool
 		namespace        string
 		interval         time.Duration
+		restoreOnly      bool
 	)
 	logCfg := textlogger.NewConfig()
 	cmd := &cobra.Command{
@@ -63,6 +64,7 @@ repairs drift and restores the node when none applies.`,
 				Runner:           agent.NodeAgentRunner{Options: opts},
 				ProgressInterval: progress,
 				Log:              logger.WithName("agent"),
+				RestoreOnly:      restoreOnly,
 			})
 			if err != nil {
 				return fmt.Errorf("creating the agent: %w", err)
@@ -91,6 +93,7 @@ repairs drift and restores the node when none applies.`,
 	fs.BoolVar(&profiles, "profiles", false, "run in profile mode: keep the SchedProfile that wins on this node applied, repair drift, restore when none applies (long-running)")
 	fs.StringVar(&namespace, "namespace", os.Getenv("POD_NAMESPACE"), "profile mode: the operator's namespace, where the node Leases are")
 	fs.DurationVar(&interval, "check-interval", 5*time.Second, "profile mode: how often the knobs are re-read for drift")
+	fs.BoolVar(&restoreOnly, "restore-only", false, "replay this node's journal, report the restore into the NodeRun and exit (non-zero while a knob could not be restored); the operator runs it in a restore-only Pod on a node whose agent went away")
 	fs.DurationVar(&progress, "progress-interval", 5*time.Second, "least time between two progress writes to the NodeRun")
 	addGoFlags(cmd, func(fs *flag.FlagSet) {
 		config.RegisterFlags(fs)

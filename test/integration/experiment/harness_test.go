@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -88,6 +89,8 @@ type harnessOptions struct {
 	// Runner plays a node for the real agent loop; nil: no agents run
 	// (a test helper writes the NodeRuns).
 	Runner func(experiment, node string) agent.Runner
+	// RestoreRunner plays a node for a restore-only Pod; nil: Runner.
+	RestoreRunner func(experiment, node string) agent.Runner
 	// Config overrides parts of the reconciler's configuration.
 	Config func(*controllers.Config)
 	// Quiet drops the controller's logs (large tests).
@@ -127,6 +130,7 @@ func newHarness(t testing.TB, o harnessOptions) *harness {
 			&appsv1.DaemonSet{}:     {Namespaces: inNS},
 			&coordinationv1.Lease{}: {Namespaces: inNS},
 			&corev1.ConfigMap{}:     {Namespaces: inNS},
+			&corev1.Pod{}:           {Namespaces: inNS},
 		}},
 	})
 	if err != nil {
@@ -165,7 +169,10 @@ func newHarness(t testing.TB, o harnessOptions) *harness {
 		t.Fatalf("setting up the controller: %v", err)
 	}
 	if o.Runner != nil {
-		h.kubelet = &kubelet{h: h, runner: o.Runner, agents: map[string]context.CancelFunc{}, dead: map[string]bool{}}
+		h.kubelet = &kubelet{h: h, runner: o.Runner, restoreRunner: o.RestoreRunner, agents: map[string]context.CancelFunc{}, dead: map[string]bool{}}
+		if h.kubelet.restoreRunner == nil {
+			h.kubelet.restoreRunner = o.Runner
+		}
 		if err := h.kubelet.start(ctx, mgr); err != nil {
 			t.Fatal(err)
 		}
@@ -415,14 +422,27 @@ func (h *harness) daemonSet(exp string) (*appsv1.DaemonSet, bool) {
 type kubelet struct {
 	h      *harness
 	runner func(experiment, node string) agent.Runner
-	mu     sync.Mutex
-	agents map[string]context.CancelFunc // by DaemonSet UID/node
-	dead   map[string]bool               // nodes whose kubelet is gone
-	wg     sync.WaitGroup
-	starts atomic.Int64
+	// restoreRunner plays the node for restore-only Pods.
+	restoreRunner func(experiment, node string) agent.Runner
+	mu            sync.Mutex
+	agents        map[string]context.CancelFunc // by DaemonSet UID/node
+	dead          map[string]bool               // nodes whose kubelet is gone
+	wg            sync.WaitGroup
+	starts        atomic.Int64
+	// restorePods counts the restore-only Pods run, by node.
+	restorePods map[string]int
 }
 
 func (k *kubelet) start(ctx context.Context, mgr ctrl.Manager) error {
+	pods, err := mgr.GetCache().GetInformer(ctx, &corev1.Pod{})
+	if err != nil {
+		return err
+	}
+	if _, err := pods.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(o any) { k.runRestorePod(ctx, o.(*corev1.Pod)) },
+	}); err != nil {
+		return err
+	}
 	inf, err := mgr.GetCache().GetInformer(ctx, &appsv1.DaemonSet{})
 	if err != nil {
 		return err
@@ -500,6 +520,49 @@ func (k *kubelet) sync(ctx context.Context, ds *appsv1.DaemonSet, deleted bool) 
 			}
 		}()
 	}
+}
+
+// runRestorePod plays a node's kubelet for a restore-only Pod the controller
+// pinned to it: the real agent loop in restore-only mode, with the test's
+// runner for the node, until it succeeds (a Pod restarted on failure).
+func (k *kubelet) runRestorePod(ctx context.Context, pod *corev1.Pod) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	args := pod.Spec.Containers[0].Args
+	if !slices.Contains(args, "--restore-only") || k.dead[pod.Spec.NodeName] {
+		return
+	}
+	exp, node := argAfter(args, "--experiment"), pod.Spec.NodeName
+	if k.restorePods == nil {
+		k.restorePods = map[string]int{}
+	}
+	k.restorePods[node]++
+	k.h.t.Logf("kubelet: running restore-only Pod %s on %s", pod.Name, node)
+	k.wg.Add(1)
+	go func() {
+		defer k.wg.Done()
+		for ctx.Err() == nil {
+			a, err := agent.New(restCfg, scheme, agent.Options{
+				Experiment: exp, Node: node, Runner: k.restoreRunner(exp, node), RestoreOnly: true,
+				FinalWriteTimeout: 10 * time.Second,
+				Log:               log.FromContext(ctx).WithName("restore").WithValues("node", node),
+			})
+			if err != nil {
+				k.h.t.Errorf("creating restore-only agent for %s: %v", node, err)
+				return
+			}
+			if err := a.Run(ctx); err == nil {
+				return
+			}
+			time.Sleep(time.Second)
+		}
+	}()
+}
+
+func (k *kubelet) restorePodRuns(node string) int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.restorePods[node]
 }
 
 func argAfter(args []string, flag string) string {

@@ -3,6 +3,7 @@ package experiment_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	"github.com/schedlab/schedlab/agent"
 	"github.com/schedlab/schedlab/api/names"
 	"github.com/schedlab/schedlab/api/v1alpha1"
+	"github.com/schedlab/schedlab/controllers"
 	"github.com/schedlab/schedlab/internal/experiment"
 	"github.com/schedlab/schedlab/internal/nodeagent"
 )
@@ -438,5 +440,116 @@ func TestCalibrationFromConfigMap(t *testing.T) {
 	}
 	if p99 < 45 {
 		t.Errorf("calibrated p99 wakeup latency %vµs, want about the 50µs wake-up overhead or more", p99)
+	}
+}
+
+// journalRunner is a node whose journal still holds what a lost agent
+// changed: Recover restores it once gate is closed.
+type journalRunner struct {
+	scriptedRunner
+	gate <-chan struct{}
+}
+
+func (r *journalRunner) Recover(ctx context.Context) ([]v1alpha1.KnobRecord, error) {
+	select {
+	case <-r.gate:
+		return knobRecord(true), nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// TestLostAgentRestoredByRestoreOnlyPod: node b's agent goes without
+// reporting its restore. After the restore timeout node a (restored) is
+// unlocked, node b stays locked with NodesNotRestored and a restore-only Pod
+// pinned to it; once that Pod has replayed the journal and reported, the
+// lock and the Pod go and the experiment is released.
+func TestLostAgentRestoredByRestoreOnlyPod(t *testing.T) {
+	gate := make(chan struct{})
+	defer close(gate)
+	journal := make(chan struct{})
+	var journalClosed atomic.Bool
+	defer func() {
+		if !journalClosed.Load() {
+			close(journal)
+		}
+	}()
+	h := newHarness(t, harnessOptions{
+		Runner: func(_, node string) agent.Runner {
+			return &scriptedRunner{node: node, cpus: 4, gate: gate, restoreFails: strings.HasSuffix(node, "-b")}
+		},
+		RestoreRunner: func(_, node string) agent.Runner {
+			return &journalRunner{scriptedRunner: scriptedRunner{node: node, cpus: 4}, gate: journal}
+		},
+		Config: func(c *controllers.Config) { c.RestoreTimeout = 3 * time.Second },
+	})
+	a, b := h.prefix+"-a", h.prefix+"-b"
+	h.createNodes(nodeSpec{name: a}, nodeSpec{name: b})
+	name := h.createExperiment("exp", h.experimentSpec())
+	h.eventually(30*time.Second, "agents started", func() (bool, string) {
+		n := 0
+		for _, r := range h.nodeRuns(name) {
+			if r.Status.StartTime != nil {
+				n++
+			}
+		}
+		return n == 2, ""
+	})
+	if err := k8s.Delete(h.ctx, h.get(name)); err != nil {
+		t.Fatal(err)
+	}
+	var e *v1alpha1.SchedExperiment
+	h.eventually(60*time.Second, "NodesNotRestored for node b", func() (bool, string) {
+		e = h.get(name)
+		c := meta.FindStatusCondition(e.Status.Conditions, v1alpha1.ConditionNodesNotRestored)
+		if c == nil {
+			return false, "no NodesNotRestored condition"
+		}
+		return c.Status == metav1.ConditionTrue && strings.Contains(c.Message, b) && !strings.Contains(c.Message, a+" ") && strings.HasPrefix(c.Message, "1 nodes"), c.Message
+	})
+	pod := &corev1.Pod{}
+	if err := k8s.Get(h.ctx, client.ObjectKey{Namespace: h.ns, Name: names.RestorePod(name, b)}, pod); err != nil {
+		t.Fatalf("restore-only Pod for %s: %v", b, err)
+	}
+	if pod.Spec.NodeName != b || !slices.Contains(pod.Spec.Containers[0].Args, "--restore-only") || pod.Spec.RestartPolicy != corev1.RestartPolicyOnFailure {
+		t.Errorf("restore-only Pod: nodeName %q args %v restartPolicy %s", pod.Spec.NodeName, pod.Spec.Containers[0].Args, pod.Spec.RestartPolicy)
+	}
+	if err := k8s.Get(h.ctx, client.ObjectKey{Namespace: h.ns, Name: names.RestorePod(name, a)}, &corev1.Pod{}); !apierrors.IsNotFound(err) {
+		t.Errorf("a restore-only Pod for node a, which reported its restore: %v", err)
+	}
+	leases := h.leases()
+	if len(leases) != 1 || leases[0].Name != names.Lease(b) {
+		var got []string
+		for _, l := range leases {
+			got = append(got, l.Name)
+		}
+		t.Errorf("leases held %v, want only node b's %s", got, names.Lease(b))
+	}
+	for _, p := range e.Status.Nodes {
+		want := p.Name == a
+		if p.Restored == nil || *p.Restored != want {
+			t.Errorf("status.nodes %s restored = %v, want %v", p.Name, p.Restored, want)
+		}
+	}
+	close(journal)
+	journalClosed.Store(true)
+	h.eventually(60*time.Second, "experiment gone after the restore-only Pod reported", func() (bool, string) {
+		err := k8s.Get(h.ctx, client.ObjectKey{Name: name}, &v1alpha1.SchedExperiment{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+	if n := len(h.leases()); n != 0 {
+		t.Errorf("%d leases left", n)
+	}
+	var pods corev1.PodList
+	if err := k8s.List(h.ctx, &pods, client.InNamespace(h.ns)); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp.IsZero() {
+			t.Errorf("Pod %s left behind", p.Name)
+		}
+	}
+	if n := h.kubelet.restorePodRuns(b); n != 1 {
+		t.Errorf("restore-only Pod ran %d times on node b, want 1", n)
 	}
 }

@@ -90,27 +90,32 @@ func TestAgentWritesOnlyItsOwnNodeRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeStatus := func(node, msg string) error {
+	writeStatus := func(node, msg string, opts ...client.SubResourceUpdateOption) error {
 		nr := &v1alpha1.NodeRun{}
 		if err := agent.Get(ctx, client.ObjectKey{Name: names.NodeRun("exp", node)}, nr); err != nil {
 			return err
 		}
 		nr.Status.Message = msg
-		return agent.Status().Update(ctx, nr)
+		return agent.Status().Update(ctx, nr, opts...)
 	}
+	const refusedFor = "an agent may write only the NodeRun of the node its pod runs on"
 
-	// The policy is enforced once the API server has loaded it.
+	// The policy is enforced once the API server has loaded it: wait with
+	// dry-run writes (admission sees them; nothing is stored), so that a
+	// write let through before then leaves no trace.
 	deadline := time.Now().Add(60 * time.Second)
-	var refusal error
 	for {
-		refusal = writeStatus("node-b", "written by node a's agent")
-		if refusal != nil && strings.Contains(refusal.Error(), "an agent may write only the NodeRun of the node its pod runs on") {
+		refusal := writeStatus("node-b", "dry run by node a's agent", client.DryRunAll)
+		if refusal != nil && strings.Contains(refusal.Error(), refusedFor) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("node a's agent wrote node b's NodeRun (last error %v): the policy is not enforced", refusal)
+			t.Fatalf("node a's agent may write node b's NodeRun (last error %v): the policy is not enforced", refusal)
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+	if err := writeStatus("node-b", "written by node a's agent"); err == nil || !strings.Contains(err.Error(), refusedFor) {
+		t.Errorf("node a's agent writing node b's NodeRun: %v, want refused with %q", err, refusedFor)
 	}
 	if err := writeStatus("node-a", "written by node a's agent"); err != nil {
 		t.Fatalf("node a's agent could not write its own NodeRun: %v", err)
