@@ -208,6 +208,14 @@ type NodeCalibration struct {
 	// noiseCPU is the CPUs other processes used during the window.
 	// +optional
 	NoiseCPU float64 `json:"noiseCPU,omitempty"`
+	// backgroundLoad is the fraction of the CPUs' time spent in
+	// interrupts, soft interrupts and steal during the window (which the
+	// task clock does not count), 0..1; the prediction for this node takes
+	// it as the simulator's background load.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1
+	BackgroundLoad float64 `json:"backgroundLoad,omitempty"`
 }
 
 // NodeRunStatus is written by the node's agent.

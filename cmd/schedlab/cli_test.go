@@ -83,6 +83,9 @@ var subcommands = []subcommand{
 	{name: "calibrate", prints: true, writesFiles: true, maxArgs: -1},
 	{name: "report", prints: true, writesFiles: true, maxArgs: 1},
 	{name: "promote", prints: true, maxArgs: 1, outputDefault: "yaml"},
+	{name: "get", prints: true, maxArgs: -1},
+	{name: "describe", maxArgs: 1},
+	{name: "watch", maxArgs: 1},
 	{name: "manager"},
 	{name: "agent"},
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -34,8 +35,8 @@ func (k *clusterFlags) register(cmd *cobra.Command) { k.cf.AddFlags(cmd.Flags())
 
 var errNoCluster = errors.New("no cluster to read: no kubeconfig ($KUBECONFIG or ~/.kube/config) and not running in a cluster; give --kubeconfig FILE (and --context NAME)")
 
-// client connects to the cluster, or says how to name one.
-func (k *clusterFlags) client() (client.Client, error) {
+// restConfig is the connection the flags name, or says how to name one.
+func (k *clusterFlags) restConfig() (*rest.Config, error) {
 	// Without a kubeconfig, client-go falls back to http://localhost:8080:
 	// say instead that there is no cluster to read.
 	raw, err := k.cf.ToRawKubeConfigLoader().RawConfig()
@@ -49,6 +50,15 @@ func (k *clusterFlags) client() (client.Client, error) {
 			return nil, errNoCluster
 		}
 		return nil, fmt.Errorf("reading the kubeconfig: %w", err)
+	}
+	return cfg, nil
+}
+
+// client connects to the cluster, or says how to name one.
+func (k *clusterFlags) client() (client.Client, error) {
+	cfg, err := k.restConfig()
+	if err != nil {
+		return nil, err
 	}
 	c, err := client.New(cfg, client.Options{Scheme: api.NewScheme()})
 	if err != nil {

@@ -32,6 +32,7 @@ type runFlags struct {
 	outputDir, stateDir, runID string
 	calibration                string
 	restoreOnly, verbose       bool
+	noCalibrationWindow        bool
 	wait                       time.Duration
 }
 
@@ -69,6 +70,7 @@ machine's capabilities and the predictions only, and exits 1.
 	fs.StringVar(&f.stateDir, "state-dir", nodeagent.DefaultStateDir, "directory of the journal and the lock")
 	fs.StringVar(&f.runID, "run-id", "", "run id: names the cgroups schedlab/<id>/… (default local-<time>)")
 	fs.StringVar(&f.calibration, "calibration", "", "calibration file (from schedlab calibrate) for this machine's shape, used by the predictions")
+	fs.BoolVar(&f.noCalibrationWindow, "no-calibration-window", false, "skip the calibration window (about a second before the first window that measures this machine's wake-up path for the predictions); predict with the simulator's default constants")
 	fs.BoolVar(&f.restoreOnly, "restore-only", false, "only restore what an earlier run left in --state-dir's journal, then exit")
 	fs.BoolVarP(&f.verbose, "verbose", "v", false, "log what the agent does (stderr)")
 	fs.DurationVar(&f.wait, "wait", 0, "wait this long for another run on this machine to finish (default: fail at once, naming it)")
@@ -79,7 +81,7 @@ func run(ctx context.Context, stdout, stderr io.Writer, f *runFlags, args []stri
 	if f.runID == "" {
 		f.runID = fmt.Sprintf("local-%d", time.Now().Unix())
 	}
-	opts := nodeagent.Options{StateDir: f.stateDir, RunID: f.runID, Log: log, LockWait: f.wait}
+	opts := nodeagent.Options{StateDir: f.stateDir, RunID: f.runID, Log: log, LockWait: f.wait, NoCalibration: f.noCalibrationWindow}
 	if f.restoreOnly {
 		if os.Geteuid() != 0 {
 			return errors.New("restoring knobs and cgroups needs root: run it as root (sudo schedlab run --restore-only)")
@@ -126,6 +128,12 @@ func run(ctx context.Context, stdout, stderr io.Writer, f *runFlags, args []stri
 	popts, perr := runPredictOptions(f)
 	var preds []experiment.Prediction
 	if perr == nil {
+		if cal := st.Calibration; cal != nil {
+			k := cal.Constants
+			fmt.Fprintf(stderr, "calibration window: timer %.1f µs, idle exit %.1f µs, wake-up %.1f µs, context switch %.1f µs, CPU per wake-up %.1f µs (+%.1f µs per timer), background load %.1f%% (other processes %.2f CPUs)\n",
+				us(k.TimerExpiryNs), us(k.IdleExitNs), us(k.WakeupNs), us(k.CtxSwitchNs), us(k.WakeupCPUNs), us(k.TimerArmCPUNs), 100*cal.BackgroundLoad, cal.NoiseCPU)
+		}
+		shape, popts = experiment.WithNodeCalibration(shape, st.Calibration, popts)
 		preds, perr = experiment.Predict(spec, []v1alpha1.NodeShape{shape}, popts)
 	}
 	if perr != nil {
@@ -320,3 +328,5 @@ func writeReport(dir string, spec *v1alpha1.SchedExperimentSpec, name string, re
 	b.WriteString("```\n")
 	return os.WriteFile(filepath.Join(dir, "report.md"), b.Bytes(), 0o644)
 }
+
+func us(ns int64) float64 { return float64(ns) / 1e3 }

@@ -9,17 +9,16 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"sort"
 	"strings"
 	"syscall"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/schedlab/schedlab/api/v1alpha1"
+	"github.com/schedlab/schedlab/internal/progress"
 	"github.com/schedlab/schedlab/hack/demo/lab"
 	"github.com/schedlab/schedlab/hack/localcluster/cluster"
 	"github.com/schedlab/schedlab/internal/experiment"
@@ -175,15 +174,15 @@ func waitWithProgress(ctx context.Context, l *lab.Lab, name string) error {
 		if err := l.Client.Get(ctx, client.ObjectKey{Name: name}, &exp); err != nil {
 			return err
 		}
-		line := progress(&exp)
+		line := progress.Line(&exp)
 		if line != last {
 			fmt.Printf("    [%4ds] %s\n", int(time.Since(start).Seconds()), line)
 			last = line
 		}
-		if c := meta.FindStatusCondition(exp.Status.Conditions, v1alpha1.ConditionFailed); c != nil && c.Status == metav1.ConditionTrue {
-			return fmt.Errorf("experiment %s failed: %s: %s (manager log: %s)", name, c.Reason, c.Message, l.ManagerLog)
-		}
-		if meta.IsStatusConditionTrue(exp.Status.Conditions, v1alpha1.ConditionCompleted) && exp.Status.ObservedGeneration == exp.Generation {
+		if done, err := progress.Finished(&exp); done {
+			if err != nil {
+				return fmt.Errorf("%w (manager log: %s)", err, l.ManagerLog)
+			}
 			return nil
 		}
 		select {
@@ -194,29 +193,6 @@ func waitWithProgress(ctx context.Context, l *lab.Lab, name string) error {
 	}
 }
 
-func progress(exp *v1alpha1.SchedExperiment) string {
-	var conds []string
-	for _, c := range exp.Status.Conditions {
-		if c.Status == metav1.ConditionTrue {
-			conds = append(conds, c.Type)
-		}
-	}
-	sort.Strings(conds)
-	s := "waiting for the controller"
-	if len(conds) > 0 {
-		s = strings.Join(conds, ",")
-	}
-	for _, n := range exp.Status.Nodes {
-		s += fmt.Sprintf("; node %s: %s", n.Name, n.Phase)
-		if n.StepsTotal > 0 {
-			s += fmt.Sprintf(" %d/%d", n.StepsDone, n.StepsTotal)
-		}
-		if n.Message != "" {
-			s += " (" + n.Message + ")"
-		}
-	}
-	return s
-}
 
 // deleteExperiment deletes the experiment and waits until its finalizer is gone: the agent has
 // stopped, restored the node and reported it, and the node lock is released.

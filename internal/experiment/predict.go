@@ -485,3 +485,29 @@ func orDefault(s, def string) string {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// WithNodeCalibration is the shape and options a prediction for one node
+// uses once the node's calibration window (NodeRun status.calibration) is
+// known: its measured constants replace the defaults, and its background
+// load is the simulator's unless a fleet calibration for the shape already
+// sets one (a fleet calibration's overheads still add on top). nil leaves
+// both as they are.
+func WithNodeCalibration(shape v1alpha1.NodeShape, cal *v1alpha1.NodeCalibration, opts PredictOptions) (v1alpha1.NodeShape, PredictOptions) {
+	if cal == nil {
+		return shape, opts
+	}
+	c := cal.Constants
+	shape.Constants = &c
+	name := ShapeName(shape)
+	m := make(map[string]simengine.Calibration, len(opts.Calibration)+1)
+	for k, v := range opts.Calibration {
+		m[k] = v
+	}
+	fc := m[name]
+	if fc.BackgroundLoad == 0 {
+		fc.BackgroundLoad = min(max(cal.BackgroundLoad, 0), 0.95)
+	}
+	m[name] = fc
+	opts.Calibration = m
+	return shape, opts
+}

@@ -270,13 +270,14 @@ func betterByObjectives(objs []v1alpha1.Objective, cols []SweepColumn, a, b []fl
 }
 
 // fleetAnswer sums each variant's answer over the shapes, each times its
-// count, when the first parameter counts something per node.
+// count, when the first parameter counts something per node (replicas,
+// tasks, or a Server group's rate: requests per second over its replicas).
 func fleetAnswer(spec *v1alpha1.SchedExperimentSpec, axes []SweepAxis, shapes []v1alpha1.SweepShapeResult) []v1alpha1.FleetAnswer {
 	if len(axes) == 0 {
 		return nil
 	}
 	switch axes[0].Param.Target {
-	case v1alpha1.SweepReplicas, v1alpha1.SweepTasks:
+	case v1alpha1.SweepReplicas, v1alpha1.SweepTasks, v1alpha1.SweepRate:
 	default:
 		return nil
 	}
@@ -289,8 +290,8 @@ func fleetAnswer(spec *v1alpha1.SchedExperimentSpec, axes []SweepAxis, shapes []
 			}
 			f.Nodes += int64(s.Count)
 			mult := int64(1)
-			if axes[0].Param.Target == v1alpha1.SweepTasks {
-				// Tasks are per replica: count every replica's.
+			if axes[0].Param.Target == v1alpha1.SweepTasks || axes[0].Param.Target == v1alpha1.SweepRate {
+				// Tasks and rate are per replica: count every replica's.
 				for _, g := range spec.Workload.Groups {
 					if g.Name == axes[0].Param.Group {
 						mult = int64(g.ReplicaCount())

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/schedlab/schedlab/api/v1alpha1"
+	"github.com/schedlab/schedlab/internal/nodeagent/calib"
 	"github.com/schedlab/schedlab/internal/nodeagent/host"
 )
 
@@ -43,6 +44,10 @@ type Options struct {
 	LockWait time.Duration
 	// Log receives structured logs.
 	Log logr.Logger
+	// NoCalibration skips the calibration window (calib.Measure, about a
+	// second before the first window) that records the node's wake-up
+	// constants in status.calibration.
+	NoCalibration bool
 }
 
 // DefaultNoiseThreshold is the noise threshold for a node with cpus CPUs.
@@ -140,6 +145,18 @@ func Run(ctx context.Context, spec *v1alpha1.SchedExperimentSpec, opts Options) 
 	if err := host.Validate(spec); err != nil {
 		finish(v1alpha1.NodeRunFailed, err.Error())
 		return status, err
+	}
+	if !opts.NoCalibration {
+		// The node's own wake-up path, measured before any knob changes;
+		// the prediction next to this node's measurements uses it. A
+		// failure leaves the simulator's defaults, not the run.
+		if cal, cerr := calib.Measure(ctx, calib.Options{}); cerr != nil {
+			log.Info("Calibration window failed; predictions use the default constants", "error", cerr.Error())
+		} else {
+			status.Calibration = cal
+			log.Info("Calibration window", "constants", cal.Constants, "timerLatenessNs", cal.TimerLatenessNs,
+				"backgroundLoad", cal.BackgroundLoad, "noiseCPU", cal.NoiseCPU)
+		}
 	}
 	reps := int(spec.RepetitionCount())
 	status.StepsTotal = int32(reps * len(spec.Variants))

@@ -1,0 +1,113 @@
+// Package calib measures a node's wake-up path in a short calibration
+// window before an experiment's plan: how late a timer sleep ends on an idle
+// and on a busy CPU, what a wake-up by a pipe costs on the same CPU and on
+// another, idle one, the CPU time each of those costs the woken thread, and
+// the share of the CPUs' time spent in interrupts and steal. From these it
+// derives the simulator's node constants (simengine.Constants) and
+// background load, so that the prediction shown next to this node's
+// measurement uses the node's own wake-up path.
+//
+// Each measurement runs on locked OS threads pinned to one CPU (the last
+// one, or the last two), with 1 ns of timer slack, and takes medians, so a
+// few disturbed samples do not move it.
+package calib
+
+import (
+	"sort"
+
+	"github.com/schedlab/schedlab/api/v1alpha1"
+)
+
+// Options size the window.
+type Options struct {
+	// Sleeps per timer measurement (1 ms each); 0 means 200.
+	Sleeps int
+	// Messages per pipe measurement; 0 means 2000.
+	Messages int
+}
+
+func (o Options) withDefaults() Options {
+	if o.Sleeps <= 0 {
+		o.Sleeps = 200
+	}
+	if o.Messages <= 0 {
+		o.Messages = 2000
+	}
+	return o
+}
+
+// Raw are the window's measurements, in nanoseconds per event (medians for
+// latencies, means for CPU time).
+type Raw struct {
+	// IdleTimerLate: lateness of a 1 ns-slack timer sleep on an otherwise
+	// idle CPU (timer interrupt, idle exit, context switch).
+	IdleTimerLate int64
+	// BusyTimerLate: the same with a SCHED_IDLE thread spinning on the
+	// sleeper's CPU (no idle exit; the wake-up preempts the spinner).
+	BusyTimerLate int64
+	// TimerCPU: the sleeper's CPU time per sleep on the idle CPU.
+	TimerCPU int64
+	// LocalWakeLate: from a pipe write to the reader running, both threads
+	// on one CPU (the waker blocks in its read right after).
+	LocalWakeLate int64
+	// LocalMessage: wall time per message of that ping-pong (the CPU is
+	// busy throughout: two wake-ups' worth of work per round trip).
+	LocalMessage int64
+	// RemoteWakeLate: from a pipe write to the reader running on another,
+	// idle CPU (the wake list's IPI, idle exit, context switch). 0 on one CPU.
+	RemoteWakeLate int64
+	// BackgroundLoad: the fraction of the CPUs' time spent in interrupts,
+	// soft interrupts and steal over the window (/proc/stat), which the
+	// task clock does not count.
+	BackgroundLoad float64
+	// Samples behind the medians (timer sleeps and messages).
+	Samples int
+}
+
+// Constants derives the simulator's node constants from the raw
+// measurements, in the simulator's terms (see simengine.Constants): a
+// local wake-up costs CtxSwitchNs of latency and CtxSwitchNs + WakeupCPUNs
+// of CPU; a timer wake-up on a busy CPU TimerExpiryNs + CtxSwitchNs of
+// latency, on an idle one IdleExitNs more; a wake-up onto another, idle CPU
+// WakeupNs + IdleExitNs + CtxSwitchNs; a timer sleep costs CtxSwitchNs +
+// IdleExitNs + WakeupCPUNs + TimerArmCPUNs of CPU on an idle CPU. A part
+// that comes out at or below zero is recorded as 1 ns (the API reads 0 as
+// "the simulator's default").
+func (r Raw) Constants() v1alpha1.NodeConstants {
+	pos := func(v int64) int64 { return max(v, 1) }
+	ctx := pos(r.LocalWakeLate)
+	wakeCPU := pos(r.LocalMessage - ctx)
+	timer := pos(r.BusyTimerLate - ctx)
+	idleExit := pos(r.IdleTimerLate - r.BusyTimerLate)
+	c := v1alpha1.NodeConstants{
+		TimerExpiryNs: timer,
+		IdleExitNs:    idleExit,
+		CtxSwitchNs:   ctx,
+		WakeupCPUNs:   wakeCPU,
+		TimerArmCPUNs: pos(r.TimerCPU - ctx - idleExit - wakeCPU),
+	}
+	if r.RemoteWakeLate > 0 {
+		c.WakeupNs = pos(r.RemoteWakeLate - idleExit - ctx)
+	}
+	return c
+}
+
+// Calibration is what the node's status records.
+func (r Raw) Calibration(noiseCPU float64) *v1alpha1.NodeCalibration {
+	return &v1alpha1.NodeCalibration{
+		Constants:       r.Constants(),
+		TimerLatenessNs: r.IdleTimerLate,
+		Samples:         int32(r.Samples),
+		NoiseCPU:        noiseCPU,
+		BackgroundLoad:  r.BackgroundLoad,
+	}
+}
+
+// median of xs (sorted in place); 0 for none.
+func median(xs []int64) int64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	sort.Slice(xs, func(i, j int) bool { return xs[i] < xs[j] })
+	return xs[len(xs)/2]
+}

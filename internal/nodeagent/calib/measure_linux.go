@@ -1,0 +1,297 @@
+package calib
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/procfs"
+	"golang.org/x/sys/unix"
+
+	"github.com/schedlab/schedlab/api/v1alpha1"
+)
+
+// Measure runs the calibration window on this node (about a second) and
+// returns what the node's status records. It needs no privileges beyond
+// setting its own threads' affinity and SCHED_IDLE policy.
+func Measure(ctx context.Context, opts Options) (*v1alpha1.NodeCalibration, error) {
+	raw, noise, err := MeasureRaw(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	return raw.Calibration(noise), nil
+}
+
+// MeasureRaw runs the window and returns the raw figures and the CPUs other
+// processes used meanwhile (from /proc/stat, less this process's CPU time).
+func MeasureRaw(ctx context.Context, opts Options) (Raw, float64, error) {
+	o := opts.withDefaults()
+	var r Raw
+	cpus, err := allowedCPUs()
+	if err != nil {
+		return r, 0, err
+	}
+	busy0, self0, bg0, t0, err := usage()
+	if err != nil {
+		return r, 0, err
+	}
+	last := cpus[len(cpus)-1]
+	steps := []func() error{
+		func() (err error) {
+			r.IdleTimerLate, r.TimerCPU, err = timerLateness(last, o.Sleeps, false)
+			return err
+		},
+		func() (err error) {
+			r.BusyTimerLate, _, err = timerLateness(last, o.Sleeps, true)
+			return err
+		},
+		func() (err error) {
+			r.LocalWakeLate, r.LocalMessage, err = pipePingPong(last, last, o.Messages)
+			return err
+		},
+	}
+	if len(cpus) > 1 {
+		steps = append(steps, func() (err error) {
+			r.RemoteWakeLate, _, err = pipePingPong(cpus[len(cpus)-2], last, o.Messages/4)
+			return err
+		})
+	}
+	for _, step := range steps {
+		if err := ctx.Err(); err != nil {
+			return r, 0, err
+		}
+		if err := step(); err != nil {
+			return r, 0, fmt.Errorf("calibration window: %w", err)
+		}
+	}
+	r.Samples = 2*o.Sleeps + o.Messages
+	busy1, self1, bg1, t1, err := usage()
+	if err != nil {
+		return r, 0, err
+	}
+	wall := t1.Sub(t0).Seconds()
+	noise := ((busy1 - busy0) - (self1 - self0)).Seconds() / wall
+	r.BackgroundLoad = min(max((bg1-bg0).Seconds()/wall/float64(len(cpus)), 0), 0.95)
+	return r, max(noise, 0), nil
+}
+
+// allowedCPUs lists the CPUs this process may run on.
+func allowedCPUs() ([]int, error) {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		return nil, fmt.Errorf("sched_getaffinity: %w", err)
+	}
+	var cpus []int
+	for c := 0; c < 1024; c++ {
+		if set.IsSet(c) {
+			cpus = append(cpus, c)
+		}
+	}
+	if len(cpus) == 0 {
+		return nil, fmt.Errorf("no CPU in this process's affinity mask")
+	}
+	return cpus, nil
+}
+
+// usage is the node's busy CPU time (/proc/stat, steal included), the part
+// of it the task clock does not see (interrupts, soft interrupts, steal:
+// rq_clock_task() excludes IRQ and steal time where the kernel accounts
+// them), and this process's own CPU time, now.
+func usage() (busy, self, bg time.Duration, at time.Time, err error) {
+	at = time.Now()
+	fs, err := procfs.NewFS("/proc")
+	if err != nil {
+		return 0, 0, 0, at, err
+	}
+	st, err := fs.Stat()
+	if err != nil {
+		return 0, 0, 0, at, fmt.Errorf("reading /proc/stat: %w", err)
+	}
+	c := st.CPUTotal
+	busy = time.Duration((c.User + c.Nice + c.System + c.IRQ + c.SoftIRQ + c.Steal) * float64(time.Second))
+	bg = time.Duration((c.IRQ + c.SoftIRQ + c.Steal) * float64(time.Second))
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		return 0, 0, 0, at, err
+	}
+	self = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return busy, self, bg, at, nil
+}
+
+// pin locks the calling goroutine to its thread and the thread to cpu, with
+// 1 ns of timer slack (0 would mean the default). The caller unlocks.
+func pin(cpu int) error {
+	runtime.LockOSThread()
+	var set unix.CPUSet
+	set.Set(cpu)
+	if err := unix.SchedSetaffinity(0, &set); err != nil {
+		return fmt.Errorf("sched_setaffinity(cpu %d): %w", cpu, err)
+	}
+	if err := unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("prctl(PR_SET_TIMERSLACK): %w", err)
+	}
+	return nil
+}
+
+func now() int64 {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return ts.Nano()
+}
+
+func threadCPU() int64 {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts)
+	return ts.Nano()
+}
+
+// spinner runs a SCHED_IDLE thread spinning on cpu until stop is closed.
+func spinner(cpu int, stop <-chan struct{}, ready chan<- error) {
+	if err := pin(cpu); err != nil {
+		ready <- err
+		return
+	}
+	attr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_IDLE}
+	if err := unix.SchedSetAttr(0, &attr, 0); err != nil {
+		ready <- fmt.Errorf("sched_setattr(SCHED_IDLE): %w", err)
+		return
+	}
+	ready <- nil
+	var x uint64
+	for {
+		select {
+		case <-stop:
+			// Ends locked: the runtime ends the thread, and its policy
+			// and affinity with it.
+			return
+		default:
+		}
+		for i := 0; i < 1000; i++ {
+			x = x*6364136223846793005 + 1442695040888963407
+		}
+		atomic.AddUint64(&sinkSpin, x&1)
+	}
+}
+
+var sinkSpin uint64
+
+// timerLateness sleeps n times for 1 ms to an absolute deadline on cpu and
+// returns the median lateness and the mean thread CPU time per sleep. With
+// busy, a SCHED_IDLE thread spins on the same CPU meanwhile.
+func timerLateness(cpu, n int, busy bool) (late, cpuPer int64, err error) {
+	if busy {
+		stop := make(chan struct{})
+		ready := make(chan error, 1)
+		go spinner(cpu, stop, ready)
+		if err := <-ready; err != nil {
+			close(stop)
+			return 0, 0, err
+		}
+		defer close(stop)
+	}
+	type out struct {
+		late, cpu int64
+		err       error
+	}
+	res := make(chan out, 1)
+	go func() {
+		// The goroutine ends with its thread locked: the runtime then ends
+		// the thread, and its slack and affinity with it.
+		if err := pin(cpu); err != nil {
+			res <- out{err: err}
+			return
+		}
+		lates := make([]int64, 0, n)
+		// One sleep first, so the measured ones start from a sleep.
+		deadline := now() + 1_000_000
+		sleepUntil(deadline)
+		c0 := threadCPU()
+		for i := 0; i < n; i++ {
+			deadline = now() + 1_000_000
+			sleepUntil(deadline)
+			lates = append(lates, now()-deadline)
+		}
+		res <- out{late: median(lates), cpu: (threadCPU() - c0) / int64(n)}
+	}()
+	o := <-res
+	return o.late, o.cpu, o.err
+}
+
+func sleepUntil(deadline int64) {
+	ts := unix.NsecToTimespec(deadline)
+	for unix.ClockNanosleep(unix.CLOCK_MONOTONIC, unix.TIMER_ABSTIME, &ts, nil) == unix.EINTR {
+	}
+}
+
+// pipePingPong passes a timestamp back and forth n times between two
+// threads pinned to cpuA and cpuB through two pipes and returns the median
+// delay from a write to the reader running, and the wall time per message.
+func pipePingPong(cpuA, cpuB, n int) (late, perMsg int64, err error) {
+	var ab, ba [2]int
+	if err := unix.Pipe2(ab[:], unix.O_CLOEXEC); err != nil {
+		return 0, 0, err
+	}
+	defer unix.Close(ab[0])
+	defer unix.Close(ab[1])
+	if err := unix.Pipe2(ba[:], unix.O_CLOEXEC); err != nil {
+		return 0, 0, err
+	}
+	defer unix.Close(ba[0])
+	defer unix.Close(ba[1])
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	lates := make([][]int64, 2)
+	var start, end int64
+	side := func(i, cpu, rfd, wfd int, first bool) {
+		defer wg.Done()
+		if err := pin(cpu); err != nil {
+			errs[i] = err
+			// Unblock the partner.
+			unix.Close(wfd)
+			return
+		}
+		buf := make([]byte, 8)
+		ls := make([]int64, 0, n)
+		if first {
+			start = now()
+			binary.LittleEndian.PutUint64(buf, uint64(now()))
+			if _, err := unix.Write(wfd, buf); err != nil {
+				errs[i] = err
+				return
+			}
+		}
+		for k := 0; k < n; k++ {
+			if _, err := unix.Read(rfd, buf); err != nil {
+				errs[i] = err
+				return
+			}
+			t := now()
+			ls = append(ls, t-int64(binary.LittleEndian.Uint64(buf)))
+			if first && k == n-1 {
+				end = t
+				break
+			}
+			binary.LittleEndian.PutUint64(buf, uint64(now()))
+			if _, err := unix.Write(wfd, buf); err != nil {
+				errs[i] = err
+				return
+			}
+		}
+		lates[i] = ls
+	}
+	wg.Add(2)
+	go side(0, cpuA, ba[0], ab[1], true)
+	go side(1, cpuB, ab[0], ba[1], false)
+	wg.Wait()
+	for _, e := range errs {
+		if e != nil {
+			return 0, 0, fmt.Errorf("pipe ping-pong: %w", e)
+		}
+	}
+	all := append(lates[0], lates[1]...)
+	return median(all), (end - start) / int64(2*n), nil
+}
