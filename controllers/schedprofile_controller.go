@@ -49,10 +49,14 @@ const ProfileManager = "schedlab-manager"
 // profile-agent DaemonSet over every node a profile selects or still holds,
 // and computes the kstatus conditions from what the agents report.
 type SchedProfileReconciler struct {
-	Client   client.Client
-	Recorder events.EventRecorder
-	Clock    clock.PassiveClock
-	Config   Config
+	Client client.Client
+	// APIReader reads around the cache: a status entry is removed for a
+	// missing Node only when the API server says so too. Default: the
+	// manager's API reader (Client in tests).
+	APIReader client.Reader
+	Recorder  events.EventRecorder
+	Clock     clock.PassiveClock
+	Config    Config
 }
 
 // profileScope is what one reconcile of a profile observed and decided.
@@ -87,6 +91,9 @@ func (r *SchedProfileReconciler) Reconcile(ctx context.Context, req reconcile.Re
 	s.entries = map[string]*v1alpha1.ProfileNodeStatus{}
 	for i := range p.Status.Nodes {
 		s.entries[p.Status.Nodes[i].Node] = &p.Status.Nodes[i]
+	}
+	if err := r.pruneGoneNodes(ctx, s); err != nil {
+		return reconcile.Result{}, fmt.Errorf("pruneGoneNodes: %w", err)
 	}
 	if !p.DeletionTimestamp.IsZero() {
 		return reconcile.Result{}, r.reconcileDelete(ctx, s)
@@ -519,6 +526,9 @@ func (r *SchedProfileReconciler) SetupWithManager(mgr ctrl.Manager, opts control
 	}
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
+	}
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
 	}
 	all := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
 		var list v1alpha1.SchedProfileList

@@ -130,8 +130,8 @@ func run(ctx context.Context, stdout, stderr io.Writer, f *runFlags, args []stri
 	if perr == nil {
 		if cal := st.Calibration; cal != nil {
 			k := cal.Constants
-			fmt.Fprintf(stderr, "calibration window: timer %.1f µs, idle exit %.1f µs, wake-up %.1f µs, context switch %.1f µs, CPU per wake-up %.1f µs (+%.1f µs per timer), background load %.1f%% (other processes %.2f CPUs)\n",
-				us(k.TimerExpiryNs), us(k.IdleExitNs), us(k.WakeupNs), us(k.CtxSwitchNs), us(k.WakeupCPUNs), us(k.TimerArmCPUNs), 100*cal.BackgroundLoad, cal.NoiseCPU)
+			fmt.Fprintf(stderr, "calibration window: timer %.1f µs, idle exit %.1f µs, wake-up %.1f µs, context switch %.1f µs, background load %.1f%% (other processes %.2f CPUs)\n",
+				us(k.TimerExpiryNs), us(k.IdleExitNs), us(k.WakeupNs), us(k.CtxSwitchNs), 100*cal.BackgroundLoad, cal.NoiseCPU)
 		}
 		shape, popts = experiment.WithNodeCalibration(shape, st.Calibration, popts)
 		preds, perr = experiment.Predict(spec, []v1alpha1.NodeShape{shape}, popts)

@@ -39,9 +39,28 @@ func (a Analyzer) Analyze(ctx context.Context, in controllers.AnalyzeInput) (*co
 	if len(in.Calibration) > 0 {
 		opts.Calibration = experiment.CalibrationMap(in.Calibration)
 	}
-	preds, err := experiment.Predict(sp, shapes, opts)
-	if err != nil {
-		return nil, err
+	// A shape whose measured nodes ran the agent's calibration window is
+	// predicted with their constants (the median over the shape's nodes;
+	// the rows aggregate the nodes anyway), the others with the
+	// simulator's defaults.
+	cals := map[string][]*v1alpha1.NodeCalibration{}
+	for i := range runs {
+		if c := runs[i].Status.Calibration; c != nil {
+			name := nodeShapes[runs[i].Spec.NodeName]
+			if name == "" {
+				name = nodeShape(&runs[i], shapes)
+			}
+			cals[name] = append(cals[name], c)
+		}
+	}
+	var preds []experiment.Prediction
+	for _, shape := range shapes {
+		s, o := experiment.WithNodeCalibration(shape, experiment.MedianCalibration(cals[experiment.ShapeName(shape)]), opts)
+		p, err := experiment.Predict(sp, []v1alpha1.NodeShape{s}, o)
+		if err != nil {
+			return nil, err
+		}
+		preds = append(preds, p...)
 	}
 	out := &controllers.Analysis{}
 	if len(runs) == 0 {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -510,4 +511,50 @@ func WithNodeCalibration(shape v1alpha1.NodeShape, cal *v1alpha1.NodeCalibration
 	m[name] = fc
 	opts.Calibration = m
 	return shape, opts
+}
+
+// MedianCalibration is the element-wise median of the calibration windows
+// of several nodes of one shape (nil for none): the shape's prediction
+// next to their measurements uses it.
+func MedianCalibration(cals []*v1alpha1.NodeCalibration) *v1alpha1.NodeCalibration {
+	var cs []*v1alpha1.NodeCalibration
+	for _, c := range cals {
+		if c != nil {
+			cs = append(cs, c)
+		}
+	}
+	if len(cs) == 0 {
+		return nil
+	}
+	med := func(f func(c *v1alpha1.NodeCalibration) float64) float64 {
+		xs := make([]float64, len(cs))
+		for i, c := range cs {
+			xs[i] = f(c)
+		}
+		sort.Float64s(xs)
+		if n := len(xs); n%2 == 0 {
+			return (xs[n/2-1] + xs[n/2]) / 2
+		}
+		return xs[len(xs)/2]
+	}
+	medNs := func(f func(c *v1alpha1.NodeConstants) int64) int64 {
+		return int64(math.Round(med(func(c *v1alpha1.NodeCalibration) float64 { return float64(f(&c.Constants)) })))
+	}
+	out := &v1alpha1.NodeCalibration{
+		Constants: v1alpha1.NodeConstants{
+			TimerExpiryNs: medNs(func(k *v1alpha1.NodeConstants) int64 { return k.TimerExpiryNs }),
+			WakeupNs:      medNs(func(k *v1alpha1.NodeConstants) int64 { return k.WakeupNs }),
+			IdleExitNs:    medNs(func(k *v1alpha1.NodeConstants) int64 { return k.IdleExitNs }),
+			CtxSwitchNs:   medNs(func(k *v1alpha1.NodeConstants) int64 { return k.CtxSwitchNs }),
+			WakeupCPUNs:   medNs(func(k *v1alpha1.NodeConstants) int64 { return k.WakeupCPUNs }),
+			TimerArmCPUNs: medNs(func(k *v1alpha1.NodeConstants) int64 { return k.TimerArmCPUNs }),
+		},
+		TimerLatenessNs: int64(math.Round(med(func(c *v1alpha1.NodeCalibration) float64 { return float64(c.TimerLatenessNs) }))),
+		NoiseCPU:        med(func(c *v1alpha1.NodeCalibration) float64 { return c.NoiseCPU }),
+		BackgroundLoad:  med(func(c *v1alpha1.NodeCalibration) float64 { return c.BackgroundLoad }),
+	}
+	for _, c := range cs {
+		out.Samples += c.Samples
+	}
+	return out
 }

@@ -12,8 +12,7 @@ func TestConstantsFromRaw(t *testing.T) {
 	r := Raw{IdleTimerLate: 60_000, BusyTimerLate: 45_000, TimerCPU: 30_000, LocalWakeLate: 8_000,
 		LocalMessage: 12_000, RemoteWakeLate: 50_000}
 	got := r.Constants()
-	want := v1alpha1.NodeConstants{TimerExpiryNs: 37_000, IdleExitNs: 15_000, CtxSwitchNs: 8_000, WakeupCPUNs: 4_000,
-		TimerArmCPUNs: 3_000, WakeupNs: 27_000}
+	want := v1alpha1.NodeConstants{TimerExpiryNs: 37_000, IdleExitNs: 15_000, CtxSwitchNs: 8_000, WakeupNs: 27_000}
 	if got != want {
 		t.Errorf("Constants() = %+v, want %+v", got, want)
 	}

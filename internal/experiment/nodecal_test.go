@@ -1,0 +1,66 @@
+package experiment
+
+import (
+	"math"
+	"testing"
+
+	"github.com/schedlab/schedlab/api/v1alpha1"
+)
+
+const probeAlone = `
+apiVersion: schedlab.io/v1alpha1
+kind: SchedExperiment
+metadata: {name: probe-alone}
+spec:
+  mode: Simulate
+  duration: 1s
+  warmup: 100ms
+  variants: [{name: stock}]
+  workload:
+    groups:
+    - {name: probe, pattern: {type: LatencyProbe, interval: 1ms}}
+  simulation:
+    seed: 1
+    replicas: 1
+    nodes: [{cpus: 2}]
+`
+
+// A node's calibration window replaces the default constants in its
+// prediction: a probe alone on an idle CPU wakes after its timer slack
+// (50 µs) plus the node's timer expiry, idle exit and context switch.
+func TestWithNodeCalibration(t *testing.T) {
+	exp := mustParse(t, probeAlone)
+	shape := exp.Spec.Simulation.Nodes[0]
+	p50 := func(s v1alpha1.NodeShape, o PredictOptions) float64 {
+		t.Helper()
+		preds, err := Predict(&exp.Spec, []v1alpha1.NodeShape{s}, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return preds[0].Metrics.WakeupLatencyUs.P50
+	}
+	def := p50(shape, PredictOptions{})
+	cals := []*v1alpha1.NodeCalibration{
+		{Constants: v1alpha1.NodeConstants{TimerExpiryNs: 40_000, IdleExitNs: 30_000, CtxSwitchNs: 6_000}, BackgroundLoad: 0.01},
+		{Constants: v1alpha1.NodeConstants{TimerExpiryNs: 44_000, IdleExitNs: 34_000, CtxSwitchNs: 8_000}, BackgroundLoad: 0.03},
+		{Constants: v1alpha1.NodeConstants{TimerExpiryNs: 90_000, IdleExitNs: 31_000, CtxSwitchNs: 7_000}, BackgroundLoad: 0.02},
+		nil,
+	}
+	med := MedianCalibration(cals)
+	if med.Constants.TimerExpiryNs != 44_000 || med.Constants.IdleExitNs != 31_000 || med.Constants.CtxSwitchNs != 7_000 || med.BackgroundLoad != 0.02 {
+		t.Fatalf("median %+v, want timer 44 µs, idle exit 31 µs, switch 7 µs, background 0.02", med)
+	}
+	s, o := WithNodeCalibration(shape, med, PredictOptions{})
+	got := p50(s, o)
+	want := 50.0 + 44 + 31 + 7
+	t.Logf("p50 with the defaults %.1f µs, with the node's window %.1f µs", def, got)
+	if math.Abs(got-want) > 0.03*want {
+		t.Errorf("p50 %.1f µs with the node's constants, want %.0f ± 3%%", got, want)
+	}
+	if o.Calibration[ShapeName(shape)].BackgroundLoad != 0.02 {
+		t.Errorf("background load %v, want the window's 0.02", o.Calibration[ShapeName(shape)].BackgroundLoad)
+	}
+	if s2, o2 := WithNodeCalibration(shape, nil, PredictOptions{}); s2.Constants != nil || o2.Calibration != nil {
+		t.Errorf("no window: shape %+v options %+v, want them unchanged", s2, o2)
+	}
+}
