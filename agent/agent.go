@@ -359,9 +359,7 @@ func (a *Agent) finish(ctx context.Context, log logr.Logger, st, res *v1alpha1.N
 		final.Restored = true
 	}
 	a.ended = final.ExperimentGeneration
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.opts.FinalWriteTimeout)
-	defer cancel()
-	if err := a.writeStatus(wctx, &final); err != nil {
+	if err := a.writeFinal(ctx, log, &final); err != nil {
 		return err
 	}
 	log.Info("Finished run", "phase", final.Phase, "restored", final.Restored, "windows", len(final.Windows))
@@ -413,10 +411,50 @@ func allOK(recs []v1alpha1.KnobRecord) bool {
 	return true
 }
 
+// writeFinal writes a run's final status, retrying with backoff (1s doubling
+// to 1m) while the API server refuses it, so that a passing outage does not
+// lose the measurements. Once ctx is done (the agent is told to stop) it
+// keeps trying for FinalWriteTimeout more and gives up.
+func (a *Agent) writeFinal(ctx context.Context, log logr.Logger, st *v1alpha1.NodeRunStatus) error {
+	backoff := time.Second
+	var stopAt time.Time
+	for {
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.opts.FinalWriteTimeout)
+		err := a.writeStatus(wctx, st)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		now := a.opts.Clock.Now()
+		if ctx.Err() != nil {
+			if stopAt.IsZero() {
+				stopAt = now.Add(a.opts.FinalWriteTimeout)
+			}
+			if !now.Before(stopAt) {
+				return err
+			}
+		}
+		log.Error(err, "Writing the final status; trying again", "in", backoff)
+		select {
+		case <-a.opts.Clock.After(backoff):
+		case <-ctx.Done():
+			if stopAt.IsZero() {
+				stopAt = a.opts.Clock.Now().Add(a.opts.FinalWriteTimeout)
+			}
+			<-a.opts.Clock.After(min(backoff, time.Second))
+		}
+		backoff = min(2*backoff, time.Minute)
+	}
+}
+
 // writeStatus replaces the NodeRun's status through the status subresource.
 // The agent is the status's only writer, so the whole status is replaced
 // with a JSON patch and there is nothing to conflict with.
 func (a *Agent) writeStatus(ctx context.Context, st *v1alpha1.NodeRunStatus) error {
+	if len(st.Knobs) > v1alpha1.MaxKnobRecords {
+		st = st.DeepCopy()
+		st.Knobs = v1alpha1.AggregateKnobRecords(st.Knobs, v1alpha1.MaxKnobRecords)
+	}
 	patch, err := json.Marshal([]map[string]any{{"op": "add", "path": "/status", "value": st}})
 	if err != nil {
 		return err

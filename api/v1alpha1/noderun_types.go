@@ -188,9 +188,15 @@ type KnobRecord struct {
 	// restored is the value read back after the restore.
 	// +optional
 	Restored string `json:"restored,omitempty"`
-	// ok is true when restored equals original.
+	// ok is true when restored equals original (aggregated: for every
+	// knob it stands for).
 	// +optional
 	OK bool `json:"ok,omitempty"`
+	// count of knobs this record stands for when the agent aggregated
+	// records of one kind to fit the list (the name then ends in "*", and
+	// original, set and restored are those of one of them); absent for one knob.
+	// +optional
+	Count int32 `json:"count,omitempty"`
 }
 
 // NodeCalibration is what the agent's calibration window measured on its node.
@@ -248,7 +254,10 @@ type NodeRunStatus struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=160
 	Windows []WindowResult `json:"windows,omitempty"`
-	// knobs touched and how they were restored.
+	// knobs touched and how they were restored. Beyond MaxKnobRecords
+	// (hundreds of replicas each with a cgroup) the records of one kind are
+	// aggregated into one with a count; every knob that was not restored
+	// keeps a record of its own as far as the list allows.
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=256

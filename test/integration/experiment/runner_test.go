@@ -24,7 +24,10 @@ type scriptedRunner struct {
 	// restoreFails: a cancelled run cannot restore (a node gone bad).
 	restoreFails bool
 	// fail makes the run fail with this error.
-	fail    error
+	fail error
+	// cgroups adds this many per-replica cgroup records to the restore
+	// record (a group with that many replicas).
+	cgroups int
 	mu      sync.Mutex
 	started int
 }
@@ -63,6 +66,9 @@ func (r *scriptedRunner) Run(ctx context.Context, spec *v1alpha1.SchedExperiment
 	}
 	st := &v1alpha1.NodeRunStatus{Phase: v1alpha1.NodeRunCompleted, Capabilities: r.caps(), Knobs: knobRecord(true), Restored: true,
 		StepsDone: int32(total), StepsTotal: int32(total)}
+	for i := 0; i < r.cgroups; i++ {
+		st.Knobs = append(st.Knobs, v1alpha1.KnobRecord{Name: fmt.Sprintf("cgroup schedlab/%s/web-%d", runID, i), Set: "created", Restored: "removed", OK: true})
+	}
 	for rep := 0; rep < reps; rep++ {
 		for vi, v := range spec.Variants {
 			w := v1alpha1.WindowResult{Variant: v.Name, Repetition: int32(rep), Attempts: 1}

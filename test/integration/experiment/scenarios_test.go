@@ -553,3 +553,36 @@ func TestLostAgentRestoredByRestoreOnlyPod(t *testing.T) {
 		t.Errorf("restore-only Pod ran %d times on node b, want 1", n)
 	}
 }
+
+// TestManyKnobRecordsFit: a group of 300 replicas leaves 300 cgroup records
+// besides the knobs, more than NodeRun status.knobs holds (256). The agent
+// aggregates them, so the final write is accepted and the node's
+// measurements arrive; before, the write was refused and the node timed out.
+func TestManyKnobRecordsFit(t *testing.T) {
+	// Quiet: the test ends right after completion, while the event
+	// recorder may still log a retry.
+	h := newHarness(t, harnessOptions{Quiet: true, Runner: func(_, node string) agent.Runner {
+		return &scriptedRunner{node: node, cpus: 4, cgroups: 303}
+	}})
+	h.createNodes(nodeSpec{name: h.prefix + "-a"})
+	name := h.createExperiment("exp", h.experimentSpec())
+	e := h.waitCondition(name, v1alpha1.ConditionCompleted, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, 60*time.Second)
+	if len(e.Status.Results) == 0 {
+		t.Errorf("no results")
+	}
+	runs := h.nodeRuns(name)
+	if len(runs) != 1 {
+		t.Fatalf("%d NodeRuns", len(runs))
+	}
+	st := runs[0].Status
+	if st.Phase != v1alpha1.NodeRunCompleted || len(st.Windows) == 0 || !st.Restored {
+		t.Errorf("NodeRun phase %s windows %d restored %v, want Completed with windows, restored", st.Phase, len(st.Windows), st.Restored)
+	}
+	var knobs int32
+	for _, r := range st.Knobs {
+		knobs += max(r.Count, 1)
+	}
+	if len(st.Knobs) > v1alpha1.MaxKnobRecords || knobs != 304 {
+		t.Errorf("%d knob records standing for %d knobs, want at most %d standing for 304", len(st.Knobs), knobs, v1alpha1.MaxKnobRecords)
+	}
+}
