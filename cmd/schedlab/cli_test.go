@@ -86,6 +86,7 @@ var subcommands = []subcommand{
 	{name: "get", prints: true, maxArgs: -1},
 	{name: "describe", maxArgs: 1},
 	{name: "watch", maxArgs: 1},
+	{name: "import", prints: true, maxArgs: 2, outputDefault: "yaml"},
 	{name: "manager"},
 	{name: "agent"},
 }

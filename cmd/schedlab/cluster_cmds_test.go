@@ -50,8 +50,12 @@ func clusterForCLI(t *testing.T) (client.Client, string) {
 	}
 	// cli-runtime caches discovery under $HOME/.kube/cache.
 	t.Setenv("HOME", t.TempDir())
+	cliKubectl = filepath.Join(env.Environment.BinaryAssetsDirectory, "kubectl")
 	return env.Client, file
 }
+
+// cliKubectl is the kubectl of the control plane clusterForCLI started.
+var cliKubectl string
 
 // sampleExperiment is config/samples/weights-100-200-400.yaml named name.
 func sampleExperiment(t *testing.T, name string) *v1alpha1.SchedExperiment {
