@@ -57,9 +57,10 @@ type Options struct {
 	Namespace string
 	// Keeper touches the node.
 	Keeper *host.ProfileKeeper
-	// Interval between two re-reads of the knobs (default 5s). Writes by
-	// hand to /proc/sys or debugfs raise no inotify event, so this period
-	// bounds how long drift lasts.
+	// Interval between two re-reads of the knobs (default 5s). The knob
+	// files are also watched with inotify, which sees writes through the
+	// same mount only (see fileWatch), so this period bounds how long drift
+	// lasts.
 	Interval time.Duration
 	// StatusRefresh is the longest time between two status writes when
 	// nothing changed (default 1m); the entry's lastCheck says when.
@@ -162,11 +163,26 @@ func (a *Agent) Run(ctx context.Context) error {
 		return ctx.Err()
 	}
 	a.loadCounters(ctx)
+	fw, err := newFileWatch()
+	if err != nil {
+		log.Error(err, "No file watch: drift is found by the periodic re-read only", "interval", a.opts.Interval)
+	} else {
+		go fw.run(ctx, a.poke)
+	}
 	ticker := a.opts.Clock.NewTicker(a.opts.Interval)
 	defer ticker.Stop()
 	for {
 		if err := a.pass(ctx, log); err != nil && ctx.Err() == nil {
 			log.Error(err, "Profile pass failed")
+		}
+		if fw != nil {
+			files, err := a.opts.Keeper.WatchedFiles()
+			if err == nil {
+				err = fw.set(files)
+			}
+			if err != nil && ctx.Err() == nil {
+				log.Error(err, "Watching the knob files; the periodic re-read still finds drift")
+			}
 		}
 		select {
 		case <-ctx.Done():

@@ -18,10 +18,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/schedlab/schedlab/api/v1alpha1"
-	"github.com/schedlab/schedlab/internal/progress"
 	"github.com/schedlab/schedlab/hack/demo/lab"
 	"github.com/schedlab/schedlab/hack/localcluster/cluster"
 	"github.com/schedlab/schedlab/internal/experiment"
+	"github.com/schedlab/schedlab/internal/progress"
 )
 
 func main() {
@@ -192,7 +192,6 @@ func waitWithProgress(ctx context.Context, l *lab.Lab, name string) error {
 		}
 	}
 }
-
 
 // deleteExperiment deletes the experiment and waits until its finalizer is gone: the agent has
 // stopped, restored the node and reported it, and the node lock is released.
