@@ -153,6 +153,7 @@ func (r *SchedExperimentReconciler) abortStaleGeneration(ctx context.Context, s 
 	s.status.Recommendation = nil
 	s.status.StartTime, s.status.CompletionTime = nil, nil
 	s.status.Sweep = nil
+	s.status.Omitted = ""
 	s.status.Calibration = nil
 	s.forgetRunConditions()
 	if len(stale) > 0 {

@@ -162,6 +162,7 @@ func (r *SchedExperimentReconciler) Reconcile(ctx context.Context, req reconcile
 	if err == nil {
 		s.status.ObservedGeneration = exp.Generation
 	}
+	boundStatus(s)
 	if werr := r.writeStatus(ctx, s); werr != nil {
 		werr = ignoreConflict(werr)
 		if werr != nil && r.Recorder != nil {

@@ -225,7 +225,18 @@ type SchedExperimentStatus struct {
 	// +listMapKey=shape
 	// +kubebuilder:validation:MaxItems=64
 	Calibration []ShapeCalibration `json:"calibration,omitempty"`
+
+	// omitted says what the status leaves out to stay within
+	// MaxStatusBytes (sweep points between the ones kept, result rows),
+	// empty when nothing is. The answers are always kept; schedlab plan
+	// computes the whole curve locally.
+	// +optional
+	Omitted string `json:"omitted,omitempty"`
 }
+
+// MaxStatusBytes bounds the JSON of a SchedExperiment's status: far below
+// etcd's request limit (1.5 MiB by default) with the spec beside it.
+const MaxStatusBytes = 256 << 10
 
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
