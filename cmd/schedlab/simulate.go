@@ -13,6 +13,7 @@ import (
 
 	"github.com/schedlab/schedlab/api/v1alpha1"
 	"github.com/schedlab/schedlab/internal/experiment"
+	"github.com/schedlab/schedlab/internal/nodeagent/host"
 )
 
 func init() { register("simulate", newSimulateCmd) }
@@ -110,8 +111,14 @@ func (f *shapeFlags) options() (experiment.PredictOptions, error) {
 	return o, nil
 }
 
-// localShape is this machine's shape: its CPUs and its kernel's family.
+// localShape is this machine's shape: what the agent would detect here,
+// through the one capabilities → shape translation (CPUs, kernel, HZ,
+// preemption model); from the CPU count and uname alone where detection
+// fails.
 func localShape() v1alpha1.NodeShape {
+	if caps, err := host.Detect(host.NewFS("/")); err == nil && caps.CPUs > 0 {
+		return experiment.ShapeFromCapabilities(caps)
+	}
 	var u unix.Utsname
 	release := ""
 	if err := unix.Uname(&u); err == nil {

@@ -190,6 +190,9 @@ type SweepJobResult struct {
 	Low         []float64 `json:"low,omitempty"`
 	High        []float64 `json:"high,omitempty"`
 	Unsupported string    `json:"unsupported,omitempty"`
+	// Replicas is the number of seeds the point ran (more than the spec's
+	// where its interval straddled a constraint's limit).
+	Replicas int `json:"replicas,omitempty"`
 }
 
 // SweepShard is what a (possibly partial) sweep run produces, and what
@@ -329,18 +332,50 @@ func runSweepJob(spec *v1alpha1.SchedExperimentSpec, shapes []v1alpha1.NodeShape
 	n := Replicas(s, opts)
 	byGroup := map[string][]*v1alpha1.Metrics{}
 	seed := in.Seed
-	for i := 0; i < n; i++ {
-		in.Seed = seed + uint64(i)
-		r, err := simengine.Run(in)
-		if err != nil {
-			return res, fmt.Errorf("simulating %s=%v, variant %q on %s: %w", axisNames(axes), grid[j.point], res.Variant, ShapeName(shape), err)
+	runSeeds := func(from, to int) error {
+		for i := from; i < to; i++ {
+			in.Seed = seed + uint64(i)
+			r, err := simengine.Run(in)
+			if err != nil {
+				return fmt.Errorf("simulating %s=%v, variant %q on %s: %w", axisNames(axes), grid[j.point], res.Variant, ShapeName(shape), err)
+			}
+			for _, g := range r.Groups {
+				m := FromSim(g.Metrics)
+				byGroup[g.Name] = append(byGroup[g.Name], &m)
+			}
 		}
-		for _, g := range r.Groups {
-			m := FromSim(g.Metrics)
-			byGroup[g.Name] = append(byGroup[g.Name], &m)
-		}
+		return nil
 	}
+	if err := runSeeds(0, n); err != nil {
+		return res, err
+	}
+	summarizeSweepPoint(&res, cols, byGroup, n)
+	// A point whose interval straddles a constraint's limit is decided by
+	// the seeds' spread, which near a knee (a p99 over a few thousand
+	// wake-ups, a miss ratio of a few periods) one seed can swing: it runs
+	// more seeds, up to MaxSweepReplicas, until the interval clears the
+	// limit. The other points keep the spec's replicas.
+	for n > 1 && n < MaxSweepReplicas && straddles(s.Constraints, cols, &res) {
+		more := min(n, MaxSweepReplicas-n)
+		if err := runSeeds(n, n+more); err != nil {
+			return res, err
+		}
+		n += more
+		summarizeSweepPoint(&res, cols, byGroup, n)
+	}
+	res.Replicas = n
+	return res, nil
+}
+
+// MaxSweepReplicas bounds the seeds a sweep point runs when its interval
+// straddles a constraint's limit.
+const MaxSweepReplicas = 20
+
+// summarizeSweepPoint sets a point's values (the seeds' mean) and, with
+// more than one seed, their 95% intervals.
+func summarizeSweepPoint(res *SweepJobResult, cols []SweepColumn, byGroup map[string][]*v1alpha1.Metrics, n int) {
 	res.Values = make([]float64, len(cols))
+	res.Low, res.High = nil, nil
 	if n > 1 {
 		res.Low = make([]float64, len(cols))
 		res.High = make([]float64, len(cols))
@@ -359,7 +394,29 @@ func runSweepJob(spec *v1alpha1.SchedExperimentSpec, shapes []v1alpha1.NodeShape
 			res.Low[i], res.High[i] = short(lo), short(hi)
 		}
 	}
-	return res, nil
+}
+
+// straddles reports whether a constraint's limit lies inside a point's
+// interval: the point meets it at one end and breaks it at the other.
+func straddles(cs []v1alpha1.Constraint, cols []SweepColumn, res *SweepJobResult) bool {
+	if len(res.Low) == 0 {
+		return false
+	}
+	for _, c := range cs {
+		for i, x := range cols {
+			if x.Group != c.Group || x.Metric != string(c.Metric) || i >= len(res.Low) {
+				continue
+			}
+			lo, hi := res.Low[i], res.High[i]
+			if c.Max != nil && lo <= *c.Max && hi > *c.Max {
+				return true
+			}
+			if c.Min != nil && hi >= *c.Min && lo < *c.Min {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func axisNames(axes []SweepAxis) []string {

@@ -325,3 +325,57 @@ func TestGroupShapes(t *testing.T) {
 		t.Errorf("GroupShapes = %+v, want 8cpu-EEVDF × 3 and 8cpu-CFS × 2", got)
 	}
 }
+
+// A point whose interval straddles a constraint's limit runs more seeds
+// (up to MaxSweepReplicas) until the interval clears it or the seeds run
+// out; a point far from the limit keeps the spec's replicas.
+func TestSweepMoreSeedsAtTheLimit(t *testing.T) {
+	exp := mustParse(t, `
+apiVersion: schedlab.io/v1alpha1
+kind: SchedExperiment
+metadata: {name: knee}
+spec:
+  mode: Simulate
+  duration: 2s
+  warmup: 200ms
+  variants: [{name: stock}]
+  workload:
+    groups:
+    - {name: hogs, tasks: 2, pattern: {type: Hog}}
+    - {name: web, replicas: 1, tasks: 1, pattern: {type: Periodic, run: 500us, period: 5ms}}
+  sweep:
+    parameters: [{target: Replicas, group: web, values: [1, 2]}]
+    answer: Largest
+  constraints:
+  - {metric: wakeupLatencyUs.p99, group: web, max: 1e9}
+  simulation:
+    seed: 1
+    nodes: [{cpus: 1}]
+`)
+	sh, err := RunSweep(context.Background(), &exp.Spec, exp.Spec.Simulation.Nodes, SweepOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := sh.Results[1]
+	if first.Replicas != DefaultReplicas || first.High[0] <= first.Low[0] {
+		t.Fatalf("far from the limit: %d seeds, interval [%v, %v]; want %d seeds and a non-empty interval", first.Replicas, first.Low[0], first.High[0], DefaultReplicas)
+	}
+	// The limit at the point's own mean: inside its interval.
+	limit := first.Values[0]
+	exp.Spec.Constraints[0].Max = &limit
+	sh, err = RunSweep(context.Background(), &exp.Spec, exp.Spec.Simulation.Nodes, SweepOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := sh.Results[1]
+	if p.Replicas <= DefaultReplicas {
+		t.Fatalf("limit %v inside [%v, %v]: %d seeds, want more than %d", limit, first.Low[0], first.High[0], p.Replicas, DefaultReplicas)
+	}
+	if p.Replicas < MaxSweepReplicas && p.Low[0] <= limit && p.High[0] > limit {
+		t.Errorf("stopped at %d seeds with the limit %v still inside [%v, %v]", p.Replicas, limit, p.Low[0], p.High[0])
+	}
+	if p.Replicas > MaxSweepReplicas {
+		t.Errorf("%d seeds, more than MaxSweepReplicas (%d)", p.Replicas, MaxSweepReplicas)
+	}
+	t.Logf("p99 %v [%v, %v] with %d seeds; %v [%v, %v] with %d", first.Values[0], first.Low[0], first.High[0], first.Replicas, p.Values[0], p.Low[0], p.High[0], p.Replicas)
+}
