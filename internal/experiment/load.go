@@ -1,11 +1,14 @@
 package experiment
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	sigsjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
 
 	"github.com/schedlab/schedlab/api/v1alpha1"
 	"github.com/schedlab/schedlab/api/v1alpha1/validation"
@@ -92,4 +95,32 @@ func pickDocument(data []byte) (*manifestDoc, error) {
 		return &docs[found[0]], nil
 	}
 	return nil, fmt.Errorf("%d SchedExperiments in one file (documents starting at lines %d and %d): give one per file", len(found), docs[found[0]].firstLine, docs[found[1]].firstLine)
+}
+
+// LoadProfile reads a SchedProfile manifest, refusing unknown fields, and
+// validates its spec as the API server would (validation.ValidateProfileSpec).
+func LoadProfile(path string) (*v1alpha1.SchedProfile, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	js, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: not valid YAML: %w", path, err)
+	}
+	var p v1alpha1.SchedProfile
+	strict, err := sigsjson.UnmarshalStrict(js, &p)
+	if err != nil {
+		return nil, fmt.Errorf("%s: not a valid SchedProfile: %w", path, err)
+	}
+	if len(strict) > 0 {
+		return nil, fmt.Errorf("%s: not a valid SchedProfile: %w", path, errors.Join(strict...))
+	}
+	if p.Kind != "" && p.Kind != "SchedProfile" {
+		return nil, fmt.Errorf("%s: kind %q: expected SchedProfile", path, p.Kind)
+	}
+	if err := validation.AsError("invalid SchedProfile", validation.ValidateProfileSpec(&p.Spec, field.NewPath("spec"))); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &p, nil
 }

@@ -112,7 +112,12 @@ func TestInvalidManifestsRefused(t *testing.T) {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			want := expected(t, f)
 			apiOut, apiErr := applyDryRun(t, f)
-			_, cliErr := experiment.Load(f)
+			var cliErr error
+			if isProfile(t, f) {
+				_, cliErr = experiment.LoadProfile(f)
+			} else {
+				_, cliErr = experiment.Load(f)
+			}
 			cliOut := fmt.Sprint(cliErr)
 			switch {
 			case apiErr == nil && cliErr == nil:
@@ -127,6 +132,17 @@ func TestInvalidManifestsRefused(t *testing.T) {
 			}
 		})
 	}
+}
+
+// isProfile: the manifest is a SchedProfile (checked by the profile
+// validator), not a SchedExperiment.
+func isProfile(t *testing.T, path string) bool {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Contains("\n"+string(data), "\nkind: SchedProfile\n")
 }
 
 func expected(t *testing.T, path string) string {
