@@ -360,7 +360,7 @@ func compareCPU(order []string, a, b cpuRun, tol float64) []string {
 // TestHogMatchesSpinners runs each layout's hogs as schedlab workers, as
 // plain shell spinners and as stress-ng loop workers, interleaved round by
 // round in the same cgroups, and wants every group's CPU within 0.03 CPU of
-// the spinners' and stress-ng's.
+// the spinners' or stress-ng's in the same round.
 func TestHogMatchesSpinners(t *testing.T) {
 	need(t, "stress-ng")
 	for _, hl := range hogLayouts {
@@ -378,9 +378,21 @@ func TestHogMatchesSpinners(t *testing.T) {
 						row("Hog", hl.name, r.name, round+1, g, cpu[g], noise)
 					}
 				}
-				for _, ref := range hogRunners[1:] {
-					for _, p := range compareCPU(l.order, runs[hogRunners[0].name][round], runs[ref.name][round], 0.03) {
-						t.Errorf("round %d, schedlab vs %s: %s", round+1, ref.name, p)
+				// A group must be within the tolerance of at least one
+				// reference of the round. The kernel splits the nested
+				// layout two ways from window to window (p1/p2 0.426/0.99
+				// or 0.48/0.94 on a quiet machine, the spinners and
+				// schedlab alike), so two references of one round can be
+				// 0.06 CPU apart; a worker outside both is wrong.
+				for _, g := range l.order {
+					var out []string
+					for _, ref := range hogRunners[1:] {
+						for _, p := range compareCPU([]string{g}, runs[hogRunners[0].name][round], runs[ref.name][round], 0.03) {
+							out = append(out, ref.name+": "+p)
+						}
+					}
+					if len(out) == len(hogRunners)-1 {
+						t.Errorf("round %d, schedlab outside every reference: %s", round+1, strings.Join(out, "; "))
 					}
 				}
 			}
