@@ -39,8 +39,20 @@ type Runner interface {
 	// Run runs the spec's plan on the node and returns the run's status
 	// (capabilities, windows, knob records, restored). When ctx is
 	// cancelled it stops, restores the node and returns what it has with
-	// ctx's error.
-	Run(ctx context.Context, spec *v1alpha1.SchedExperimentSpec, runID string, progress func(done, total int, what string)) (*v1alpha1.NodeRunStatus, error)
+	// ctx's error. It tells report what it does as it goes.
+	Run(ctx context.Context, spec *v1alpha1.SchedExperimentSpec, runID string, report Report) (*v1alpha1.NodeRunStatus, error)
+}
+
+// Report is what a runner tells the agent while it runs; the agent writes it
+// into the NodeRun's status at most every ProgressInterval. Both functions
+// are safe to call from any goroutine.
+type Report struct {
+	// Progress: done of total steps (windows), and what runs now.
+	Progress func(done, total int, what string)
+	// Window hands over one window's measurement as soon as it is done, so
+	// that the NodeRun holds every finished window while the run goes on
+	// (a run cut off later keeps them).
+	Window func(v1alpha1.WindowResult)
 }
 
 // Options configure an agent.
@@ -253,6 +265,7 @@ type progress struct {
 	mu          sync.Mutex
 	done, total int
 	what        string
+	windows     []v1alpha1.WindowResult
 	dirty       bool
 }
 
@@ -278,10 +291,17 @@ func (a *Agent) runGeneration(ctx context.Context, log logr.Logger, gen int64, s
 	}
 	done := make(chan result, 1)
 	go func() {
-		s, err := a.opts.Runner.Run(runCtx, spec, names.RunID(a.name, gen), func(d, t int, what string) {
-			p.mu.Lock()
-			p.done, p.total, p.what, p.dirty = d, t, what, true
-			p.mu.Unlock()
+		s, err := a.opts.Runner.Run(runCtx, spec, names.RunID(a.name, gen), Report{
+			Progress: func(d, t int, what string) {
+				p.mu.Lock()
+				p.done, p.total, p.what, p.dirty = d, t, what, true
+				p.mu.Unlock()
+			},
+			Window: func(w v1alpha1.WindowResult) {
+				p.mu.Lock()
+				p.windows, p.dirty = append(p.windows, *w.DeepCopy()), true
+				p.mu.Unlock()
+			},
 		})
 		done <- result{s, err}
 	}()
@@ -316,6 +336,9 @@ func (a *Agent) runGeneration(ctx context.Context, log logr.Logger, gen int64, s
 			p.mu.Lock()
 			dirty := p.dirty
 			st.StepsDone, st.StepsTotal, st.Message = int32(p.done), int32(p.total), p.what
+			if len(p.windows) > len(st.Windows) && len(p.windows) <= v1alpha1.MaxWindows {
+				st.Windows = append(st.Windows, p.windows[len(st.Windows):]...)
+			}
 			p.dirty = false
 			p.mu.Unlock()
 			if dirty && stopReason == "" {

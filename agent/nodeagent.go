@@ -24,8 +24,8 @@ func (n NodeAgentRunner) Recover(context.Context) ([]v1alpha1.KnobRecord, error)
 }
 
 // Run implements Runner.
-func (n NodeAgentRunner) Run(ctx context.Context, spec *v1alpha1.SchedExperimentSpec, runID string, progress func(done, total int, what string)) (*v1alpha1.NodeRunStatus, error) {
+func (n NodeAgentRunner) Run(ctx context.Context, spec *v1alpha1.SchedExperimentSpec, runID string, report Report) (*v1alpha1.NodeRunStatus, error) {
 	o := n.Options
-	o.RunID, o.Progress = runID, progress
+	o.RunID, o.Progress, o.Window = runID, report.Progress, report.Window
 	return nodeagent.Run(ctx, spec, o)
 }

@@ -9,6 +9,11 @@ import (
 // MaxKnobRecords is the most records NodeRunStatus.Knobs holds (its MaxItems).
 const MaxKnobRecords = 256
 
+// MaxWindows is the most window results a NodeRun's status holds (the
+// schema's MaxItems of status.windows): variants × repetitions is bounded
+// by the experiment's schema to fit.
+const MaxWindows = 160
+
 // replicaSuffix is a replica's index at the end of a cgroup's name
 // ("cgroup schedlab/x/web-17").
 var replicaSuffix = regexp.MustCompile(`-[0-9]+$`)

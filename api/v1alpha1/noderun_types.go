@@ -249,7 +249,8 @@ type NodeRunStatus struct {
 	// stepsTotal is the number of windows to run: variants × repetitions.
 	// +optional
 	StepsTotal int32 `json:"stepsTotal,omitempty"`
-	// windows measured.
+	// windows measured, each written as soon as it is done (a run cut off
+	// keeps the windows it finished). At most MaxWindows.
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=160

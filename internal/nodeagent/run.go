@@ -39,6 +39,9 @@ type Options struct {
 	MaxAttempts int
 	// Progress, when set, is told before and after every window.
 	Progress func(done, total int, what string)
+	// Window, when set, is handed each window's result as soon as it is
+	// done (the agent writes it into the NodeRun before the run ends).
+	Window func(v1alpha1.WindowResult)
 	// LockWait is how long to wait for another run on this node to finish
 	// (0: fail at once, naming the holder).
 	LockWait time.Duration

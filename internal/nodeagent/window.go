@@ -63,6 +63,9 @@ func (r *runner) loop(ctx context.Context) error {
 				}
 			}
 			r.status.Windows = append(r.status.Windows, res)
+			if r.opts.Window != nil {
+				r.opts.Window(res)
+			}
 			r.status.StepsDone++
 			t := metav1.Now()
 			r.status.LastUpdateTime = &t

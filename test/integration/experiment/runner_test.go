@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/utils/ptr"
 
+	"github.com/schedlab/schedlab/agent"
 	"github.com/schedlab/schedlab/api/v1alpha1"
 )
 
@@ -28,6 +29,9 @@ type scriptedRunner struct {
 	// cgroups adds this many per-replica cgroup records to the restore
 	// record (a group with that many replicas).
 	cgroups int
+	// firstWindow, with a gate: the first window is measured (and handed
+	// to the agent) before the run waits at the gate.
+	firstWindow bool
 	mu      sync.Mutex
 	started int
 }
@@ -46,19 +50,24 @@ func knobRecord(restored bool) []v1alpha1.KnobRecord {
 	return []v1alpha1.KnobRecord{rec}
 }
 
-func (r *scriptedRunner) Run(ctx context.Context, spec *v1alpha1.SchedExperimentSpec, runID string, progress func(done, total int, what string)) (*v1alpha1.NodeRunStatus, error) {
+func (r *scriptedRunner) Run(ctx context.Context, spec *v1alpha1.SchedExperimentSpec, runID string, report agent.Report) (*v1alpha1.NodeRunStatus, error) {
 	r.mu.Lock()
 	r.started++
 	r.mu.Unlock()
 	reps := int(spec.RepetitionCount())
 	total := len(spec.Variants) * reps
-	progress(0, total, "detecting")
+	report.Progress(0, total, "detecting")
 	if r.gate != nil {
-		progress(1, total, fmt.Sprintf("variant %s repetition 0", spec.Variants[0].Name))
+		var first []v1alpha1.WindowResult
+		if r.firstWindow {
+			first = append(first, r.window(spec, 0, 0))
+			report.Window(first[0])
+		}
+		report.Progress(1, total, fmt.Sprintf("variant %s repetition 0", spec.Variants[0].Name))
 		select {
 		case <-r.gate:
 		case <-ctx.Done():
-			return &v1alpha1.NodeRunStatus{Capabilities: r.caps(), Knobs: knobRecord(!r.restoreFails), Restored: !r.restoreFails}, ctx.Err()
+			return &v1alpha1.NodeRunStatus{Capabilities: r.caps(), Knobs: knobRecord(!r.restoreFails), Restored: !r.restoreFails, Windows: first}, ctx.Err()
 		}
 	}
 	if r.fail != nil {
@@ -70,15 +79,19 @@ func (r *scriptedRunner) Run(ctx context.Context, spec *v1alpha1.SchedExperiment
 		st.Knobs = append(st.Knobs, v1alpha1.KnobRecord{Name: fmt.Sprintf("cgroup schedlab/%s/web-%d", runID, i), Set: "created", Restored: "removed", OK: true})
 	}
 	for rep := 0; rep < reps; rep++ {
-		for vi, v := range spec.Variants {
-			w := v1alpha1.WindowResult{Variant: v.Name, Repetition: int32(rep), Attempts: 1}
-			for _, g := range spec.Workload.Groups {
-				w.Groups = append(w.Groups, v1alpha1.GroupMeasurement{Name: g.Name, Metrics: scriptedMetrics(r.node, vi, rep, g.Name)})
-			}
-			st.Windows = append(st.Windows, w)
+		for vi := range spec.Variants {
+			st.Windows = append(st.Windows, r.window(spec, vi, rep))
 		}
 	}
 	return st, nil
+}
+
+func (r *scriptedRunner) window(spec *v1alpha1.SchedExperimentSpec, vi, rep int) v1alpha1.WindowResult {
+	w := v1alpha1.WindowResult{Variant: spec.Variants[vi].Name, Repetition: int32(rep), Attempts: 1}
+	for _, g := range spec.Workload.Groups {
+		w.Groups = append(w.Groups, v1alpha1.GroupMeasurement{Name: g.Name, Metrics: scriptedMetrics(r.node, vi, rep, g.Name)})
+	}
+	return w
 }
 
 // scriptedMetrics: cpu is 1.0 + 0.5·variant + a small per-node and

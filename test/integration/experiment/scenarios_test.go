@@ -586,3 +586,40 @@ func TestManyKnobRecordsFit(t *testing.T) {
 		t.Errorf("%d knob records standing for %d knobs, want at most %d standing for 304", len(st.Knobs), knobs, v1alpha1.MaxKnobRecords)
 	}
 }
+
+// TestWindowsWrittenAsTheyArrive: a window the runner has finished is in
+// the NodeRun's status while the run goes on, not only at its end; and a
+// run cut off keeps it.
+func TestWindowsWrittenAsTheyArrive(t *testing.T) {
+	gate := make(chan struct{})
+	defer close(gate)
+	h := newHarness(t, harnessOptions{Runner: func(_, node string) agent.Runner {
+		return &scriptedRunner{node: node, cpus: 4, gate: gate, firstWindow: true}
+	}})
+	node := h.prefix + "-a"
+	h.createNodes(nodeSpec{name: node})
+	name := h.createExperiment("exp", h.experimentSpec())
+	h.eventually(30*time.Second, "the first window in the running NodeRun", func() (bool, string) {
+		runs := h.nodeRuns(name)
+		if len(runs) != 1 {
+			return false, fmt.Sprintf("%d NodeRuns", len(runs))
+		}
+		st := runs[0].Status
+		return st.Phase == v1alpha1.NodeRunRunning && len(st.Windows) == 1, fmt.Sprintf("phase %s, %d windows", st.Phase, len(st.Windows))
+	})
+	w := h.nodeRuns(name)[0].Status.Windows[0]
+	if w.Variant != "baseline" || w.Repetition != 0 || len(w.Groups) != 2 || w.Groups[0].Metrics.CPU != scriptedMetrics(node, 0, 0, "batch").CPU {
+		t.Errorf("window %+v, want the runner's first (baseline, repetition 0, batch cpu %.2f)", w, scriptedMetrics(node, 0, 0, "batch").CPU)
+	}
+	// Deleting the experiment cuts the run off: the NodeRun keeps the window.
+	if err := k8s.Delete(h.ctx, h.get(name)); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually(30*time.Second, "the run aborted", func() (bool, string) {
+		st := h.nodeRuns(name)[0].Status
+		return st.Phase == v1alpha1.NodeRunAborted, string(st.Phase)
+	})
+	if st := h.nodeRuns(name)[0].Status; len(st.Windows) != 1 || !st.Restored {
+		t.Errorf("aborted NodeRun: %d windows restored %v, want the finished window kept and the node restored", len(st.Windows), st.Restored)
+	}
+}
