@@ -58,12 +58,12 @@ var MetricNames = []string{
 	"lateFraction.over100us", "lateFraction.over1ms", "lateFraction.over10ms",
 	"requestLatencyUs.p50", "requestLatencyUs.p90", "requestLatencyUs.p95", "requestLatencyUs.p99",
 	"requestLatencyUs.p999", "requestLatencyUs.max", "requestLatencyUs.mean",
-	"throughput", "dropped",
+	"offered", "throughput", "dropped",
 }
 
 // IsServerMetric says whether a metric exists only for Server groups.
 func IsServerMetric(name string) bool {
-	return strings.HasPrefix(name, "requestLatencyUs.") || name == "throughput" || name == "dropped"
+	return strings.HasPrefix(name, "requestLatencyUs.") || name == "offered" || name == "throughput" || name == "dropped"
 }
 
 // IsGroupTarget says whether a sweep target changes a workload group

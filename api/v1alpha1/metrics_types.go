@@ -76,6 +76,12 @@ type Metrics struct {
 	// (queueing, scheduling and service), with p95.
 	// +optional
 	RequestLatencyUs *LatencySummary `json:"requestLatencyUs,omitempty"`
+	// offered is a Server group's arrivals per second scheduled inside the
+	// window (admitted or dropped), over all its replicas: the offered load
+	// the window actually drew, to set throughput against (a Poisson
+	// process's count over a window spreads by 1/√count around rate).
+	// +optional
+	Offered *float64 `json:"offered,omitempty"`
 	// throughput is a Server group's completed requests per second, over
 	// all its replicas.
 	// +optional

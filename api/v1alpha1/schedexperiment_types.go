@@ -601,7 +601,7 @@ const (
 
 // MetricName names one metric of the vocabulary shared by the agent, the
 // simulator, the status and the CLI.
-// +kubebuilder:validation:Enum=cpu;cpuPerTask;share;wakeupLatencyUs.p50;wakeupLatencyUs.p90;wakeupLatencyUs.p99;wakeupLatencyUs.p999;wakeupLatencyUs.max;wakeupLatencyUs.mean;ctxSwitchesPerSec.voluntary;ctxSwitchesPerSec.involuntary;deadlineMissRatio;opsPerSec;lateFraction.over100us;lateFraction.over1ms;lateFraction.over10ms;requestLatencyUs.p50;requestLatencyUs.p90;requestLatencyUs.p95;requestLatencyUs.p99;requestLatencyUs.p999;requestLatencyUs.max;requestLatencyUs.mean;throughput;dropped
+// +kubebuilder:validation:Enum=cpu;cpuPerTask;share;wakeupLatencyUs.p50;wakeupLatencyUs.p90;wakeupLatencyUs.p99;wakeupLatencyUs.p999;wakeupLatencyUs.max;wakeupLatencyUs.mean;ctxSwitchesPerSec.voluntary;ctxSwitchesPerSec.involuntary;deadlineMissRatio;opsPerSec;lateFraction.over100us;lateFraction.over1ms;lateFraction.over10ms;requestLatencyUs.p50;requestLatencyUs.p90;requestLatencyUs.p95;requestLatencyUs.p99;requestLatencyUs.p999;requestLatencyUs.max;requestLatencyUs.mean;offered;throughput;dropped
 type MetricName string
 
 // Objective is one criterion for picking the best variant.

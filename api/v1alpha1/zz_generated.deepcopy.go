@@ -418,6 +418,11 @@ func (in *Metrics) DeepCopyInto(out *Metrics) {
 		*out = new(LatencySummary)
 		**out = **in
 	}
+	if in.Offered != nil {
+		in, out := &in.Offered, &out.Offered
+		*out = new(float64)
+		**out = **in
+	}
 	if in.Throughput != nil {
 		in, out := &in.Throughput, &out.Throughput
 		*out = new(float64)

@@ -32,6 +32,11 @@ func MetricValue(m *v1alpha1.Metrics, name string) (float64, bool) {
 			return 0, false
 		}
 		return *m.OpsPerSec, true
+	case "offered":
+		if m.Offered == nil {
+			return 0, false
+		}
+		return *m.Offered, true
 	case "throughput":
 		if m.Throughput == nil {
 			return 0, false
@@ -143,6 +148,8 @@ func setMetric(m *v1alpha1.Metrics, name string, v float64) {
 		m.DeadlineMissRatio = &v
 	case "opsPerSec":
 		m.OpsPerSec = &v
+	case "offered":
+		m.Offered = &v
 	case "throughput":
 		m.Throughput = &v
 	case "dropped":

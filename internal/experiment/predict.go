@@ -402,6 +402,9 @@ func FromSim(m simengine.Metrics) v1alpha1.Metrics {
 	if l := m.RequestLatencyUs; l != nil {
 		out.RequestLatencyUs = &v1alpha1.LatencySummary{P50: l.P50, P90: l.P90, P95: l.P95, P99: l.P99, P999: l.P999, Max: l.Max, Mean: l.Mean, Count: l.Count}
 	}
+	if m.Offered != nil {
+		out.Offered = ptr(*m.Offered)
+	}
 	if m.Throughput != nil {
 		out.Throughput = ptr(*m.Throughput)
 	}

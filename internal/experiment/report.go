@@ -222,7 +222,7 @@ func (r *Report) writeRequestTable(w io.Writer, measured bool) error {
 	cols := []struct {
 		name, metric string
 		prec         int
-	}{{"REQ/s", "throughput", 1}, {"DROP/s", "dropped", 1},
+	}{{"OFFERED/s", "offered", 1}, {"REQ/s", "throughput", 1}, {"DROP/s", "dropped", 1},
 		{"P50us", "requestLatencyUs.p50", 0}, {"P95us", "requestLatencyUs.p95", 0}, {"P99us", "requestLatencyUs.p99", 0},
 		{"P999us", "requestLatencyUs.p999", 0}, {"MAXus", "requestLatencyUs.max", 0},
 		{"CSW/s vol", "ctxSwitchesPerSec.voluntary", 0}, {"CSW/s inv", "ctxSwitchesPerSec.involuntary", 0}}

@@ -269,8 +269,10 @@ type Metrics struct {
 	DeadlineMissRatio *float64    `json:"deadlineMissRatio,omitempty"`
 	OpsPerSec         *float64    `json:"opsPerSec,omitempty"`
 	// Server groups: request latency from the scheduled arrival to the
-	// completion, completed and dropped requests per second.
+	// completion, arrivals scheduled inside the window (admitted or
+	// dropped), completed and dropped requests per second.
 	RequestLatencyUs *Latency `json:"requestLatencyUs,omitempty"`
+	Offered          *float64 `json:"offered,omitempty"`
 	Throughput       *float64 `json:"throughput,omitempty"`
 	Dropped          *float64 `json:"dropped,omitempty"`
 }

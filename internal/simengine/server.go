@@ -146,6 +146,7 @@ type server struct {
 	free    []int32 // free slots
 
 	hist      histogram
+	arrivals  int64 // scheduled inside the window, admitted or dropped
 	completed int64
 	dropped   int64
 }
@@ -231,6 +232,9 @@ func (s *sim) arrival(si int32) {
 		next = s.now + int64(sv.rng.ExpFloat64()*sv.gapNs)
 	}
 	s.push(event{t: next, kind: evArrival, a: si})
+	if s.inWindow() {
+		sv.arrivals++
+	}
 	if sv.waiting >= sv.qcap {
 		if s.inWindow() {
 			sv.dropped++
@@ -323,15 +327,20 @@ func (s *sim) serviceDone(ti int32) {
 }
 
 // serverMetrics fills a Server group's request metrics from its replicas.
+// A Server group has no wakeupLatencyUs: the agent's worker records request
+// latency only (its timer wake-ups are not a metric of their own), so the
+// prediction carries what the measurement can be compared with.
 func (s *sim) serverMetrics(gi int, gm *Metrics, secs float64) {
+	gm.WakeupLatencyUs = nil
 	var h histogram
-	var done, dropped int64
+	var arrived, done, dropped int64
 	for i := range s.servers {
 		sv := &s.servers[i]
 		if sv.group != int32(gi) {
 			continue
 		}
 		h.merge(&sv.hist)
+		arrived += sv.arrivals
 		done += sv.completed
 		dropped += sv.dropped
 	}
@@ -340,8 +349,10 @@ func (s *sim) serverMetrics(gi int, gm *Metrics, secs float64) {
 		l.P95 = h.quantile(0.95) / 1000
 	}
 	gm.RequestLatencyUs = l
+	of := float64(arrived) / secs
 	tp := float64(done) / secs
 	dr := float64(dropped) / secs
+	gm.Offered = &of
 	gm.Throughput = &tp
 	gm.Dropped = &dr
 	gm.OpsPerSec = &tp

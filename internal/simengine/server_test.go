@@ -32,34 +32,53 @@ func serverInput(cpus, workers int, rate float64, svc string, meanNs int64) Inpu
 // On an uncontended node (a CPU per worker, no wake-up costs) the pool is an
 // M/M/c queue: throughput is the offered rate and the mean latency is
 // 1/μ + C(c, a)/(cμ − λ).
+//
+// One 19 s window's mean is a single draw with a wide spread: per seed it
+// was 3.7 % (σ) at M/M/1 ρ=0.5, 6.2 % at ρ=0.8, 1.4 % at M/M/2 ρ=0.5 and
+// 5.0 % at ρ=0.8 over 24 seeds, and seed 7 alone was 5.1 % and 7.9 % above
+// Erlang C at M/M/1 ρ=0.5 and M/M/2 ρ=0.8, the gaps once noted as
+// unexplained. So the check pools 12 seeds (σ of the pooled mean ≤ 1.8 %)
+// and holds every case to 5 %; pooled over 24 seeds the simulator was
+// within 1.7 % of Erlang C in every case.
 func TestServerMMcMatchesErlangC(t *testing.T) {
-	// At ρ = 0.8 the mean of 32000 correlated requests is seen 8% above
-	// Erlang C (seed 7): not yet told apart from sampling error, hence the
-	// wider bound there.
+	const seeds = 12
 	for _, tc := range []struct {
 		c    int
 		rate float64
-		tol  float64
-	}{{1, 500, 0.06}, {2, 1000, 0.06}, {2, 1600, 0.10}} {
-		res, err := Run(serverInput(4, tc.c, tc.rate, ServiceExponential, 1_000_000))
-		if err != nil {
-			t.Fatal(err)
+	}{{1, 500}, {1, 800}, {2, 1000}, {2, 1600}} {
+		var sum, n, offered, done float64
+		for seed := uint64(1); seed <= seeds; seed++ {
+			in := serverInput(4, tc.c, tc.rate, ServiceExponential, 1_000_000)
+			in.Seed = seed
+			res, err := Run(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := res.Groups[0].Metrics
+			sum += m.RequestLatencyUs.Mean * float64(m.RequestLatencyUs.Count)
+			n += float64(m.RequestLatencyUs.Count)
+			offered += *m.Offered
+			done += *m.Throughput
+			if *m.Dropped != 0 {
+				t.Errorf("M/M/%d λ=%.0f seed %d: dropped %.1f/s below saturation", tc.c, tc.rate, seed, *m.Dropped)
+			}
+			// Requests in flight at the window's edges: a few.
+			if d := math.Abs(*m.Throughput-*m.Offered) * 19; d > 20 {
+				t.Errorf("M/M/%d λ=%.0f seed %d: %.0f completed against %.0f arrivals in the window", tc.c, tc.rate, seed, *m.Throughput*19, *m.Offered*19)
+			}
 		}
-		m := res.Groups[0].Metrics
 		mu := 1000.0
 		a := tc.rate / mu
 		want := 1/mu + erlangC(tc.c, a)/(float64(tc.c)*mu-tc.rate)
-		got := m.RequestLatencyUs.Mean / 1e6
-		t.Logf("M/M/%d λ=%.0f: throughput %.1f, mean latency %.3f ms (Erlang C %.3f ms), p99 %.3f ms, dropped %.1f",
-			tc.c, tc.rate, *m.Throughput, got*1e3, want*1e3, m.RequestLatencyUs.P99/1e3, *m.Dropped)
-		if math.Abs(*m.Throughput-tc.rate)/tc.rate > 0.02 {
-			t.Errorf("M/M/%d λ=%.0f: throughput %.1f, want within 2%% of the offered rate", tc.c, tc.rate, *m.Throughput)
+		got := sum / n / 1e6
+		t.Logf("M/M/%d λ=%.0f over %d seeds: offered %.1f/s, throughput %.1f/s, mean latency %.4f ms (Erlang C %.4f ms, %+.1f%%)",
+			tc.c, tc.rate, seeds, offered/seeds, done/seeds, got*1e3, want*1e3, (got/want-1)*100)
+		// 12 × 19 s × λ arrivals: the offered count spreads by ≤ 0.3 %.
+		if math.Abs(offered/seeds-tc.rate)/tc.rate > 0.01 {
+			t.Errorf("M/M/%d λ=%.0f: %.1f arrivals/s drawn, want within 1%% of the rate", tc.c, tc.rate, offered/seeds)
 		}
-		if math.Abs(got-want)/want > tc.tol {
-			t.Errorf("M/M/%d λ=%.0f: mean latency %.3f ms, Erlang C gives %.3f ms", tc.c, tc.rate, got*1e3, want*1e3)
-		}
-		if *m.Dropped != 0 {
-			t.Errorf("dropped %.1f/s below saturation", *m.Dropped)
+		if math.Abs(got-want)/want > 0.05 {
+			t.Errorf("M/M/%d λ=%.0f: mean latency %.4f ms over %d seeds, Erlang C gives %.4f ms", tc.c, tc.rate, got*1e3, seeds, want*1e3)
 		}
 	}
 }

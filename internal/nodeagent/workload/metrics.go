@@ -23,7 +23,7 @@ func GroupMetrics(w *Window, group string) v1alpha1.Metrics {
 		n                      int
 		cpuNs, vol, invol, ops int64
 		periods, misses        int64
-		dropped                int64
+		arrivals, dropped      int64
 		pattern                v1alpha1.PatternType
 		lat                    = NewHistogram()
 	)
@@ -40,6 +40,7 @@ func GroupMetrics(w *Window, group string) v1alpha1.Metrics {
 		ops += t.Ops
 		periods += t.Periods
 		misses += t.Misses
+		arrivals += t.Arrivals
 		dropped += t.Dropped
 		lat.Merge(t.Latency)
 	}
@@ -58,8 +59,8 @@ func GroupMetrics(w *Window, group string) v1alpha1.Metrics {
 			s.P95 = float64(lat.Quantile(0.95)) / 1e3
 		}
 		m.RequestLatencyUs = &s
-		tp, dr := float64(ops)/secs, float64(dropped)/secs
-		m.Throughput, m.Dropped, m.OpsPerSec = &tp, &dr, &tp
+		of, tp, dr := float64(arrivals)/secs, float64(ops)/secs, float64(dropped)/secs
+		m.Offered, m.Throughput, m.Dropped, m.OpsPerSec = &of, &tp, &dr, &tp
 		return m
 	}
 	if pattern != v1alpha1.PatternHog {
