@@ -743,4 +743,29 @@ type NodeConstants struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=100000000
 	TimerArmCPUNs int64 `json:"timerArmCPUNs,omitempty"`
+	// timerExpiryQuantilesNs spreads timerExpiryNs: its values at the
+	// levels 5, 25, 50, 75, 90, 95 and 99 % (nondecreasing). The simulator
+	// draws a level per wake-up and pays each latency term at that level;
+	// without a list a term set here is a fixed cost, and an unset one
+	// takes the simulator's default spread. The calibration window sets
+	// the four lists from what it measured.
+	// +optional
+	// +kubebuilder:validation:MinItems=7
+	// +kubebuilder:validation:MaxItems=7
+	TimerExpiryQuantilesNs []int64 `json:"timerExpiryQuantilesNs,omitempty"`
+	// wakeupQuantilesNs spreads wakeupNs (levels as timerExpiryQuantilesNs).
+	// +optional
+	// +kubebuilder:validation:MinItems=7
+	// +kubebuilder:validation:MaxItems=7
+	WakeupQuantilesNs []int64 `json:"wakeupQuantilesNs,omitempty"`
+	// idleExitQuantilesNs spreads idleExitNs (levels as timerExpiryQuantilesNs).
+	// +optional
+	// +kubebuilder:validation:MinItems=7
+	// +kubebuilder:validation:MaxItems=7
+	IdleExitQuantilesNs []int64 `json:"idleExitQuantilesNs,omitempty"`
+	// ctxSwitchQuantilesNs spreads ctxSwitchNs (levels as timerExpiryQuantilesNs).
+	// +optional
+	// +kubebuilder:validation:MinItems=7
+	// +kubebuilder:validation:MaxItems=7
+	CtxSwitchQuantilesNs []int64 `json:"ctxSwitchQuantilesNs,omitempty"`
 }

@@ -468,7 +468,9 @@ func SimConstants(c *v1alpha1.NodeConstants) simengine.Constants {
 		return simengine.Constants{}
 	}
 	return simengine.Constants{TimerExpiryNs: c.TimerExpiryNs, WakeupNs: c.WakeupNs, IdleExitNs: c.IdleExitNs,
-		CtxSwitchNs: c.CtxSwitchNs, WakeupCPUNs: c.WakeupCPUNs, TimerArmCPUNs: c.TimerArmCPUNs}
+		CtxSwitchNs: c.CtxSwitchNs, WakeupCPUNs: c.WakeupCPUNs, TimerArmCPUNs: c.TimerArmCPUNs,
+		TimerExpiryQuantilesNs: c.TimerExpiryQuantilesNs, WakeupQuantilesNs: c.WakeupQuantilesNs,
+		IdleExitQuantilesNs: c.IdleExitQuantilesNs, CtxSwitchQuantilesNs: c.CtxSwitchQuantilesNs}
 }
 
 // wakeupGranularityNs maps an explicit zero, which the simulator would read
@@ -556,6 +558,40 @@ func MedianCalibration(cals []*v1alpha1.NodeCalibration) *v1alpha1.NodeCalibrati
 		NoiseCPU:        med(func(c *v1alpha1.NodeCalibration) float64 { return c.NoiseCPU }),
 		BackgroundLoad:  med(func(c *v1alpha1.NodeCalibration) float64 { return c.BackgroundLoad }),
 	}
+	// Quantile lists: level by level, the median over the nodes that have one.
+	medQ := func(f func(k *v1alpha1.NodeConstants) []int64) []int64 {
+		var have []*v1alpha1.NodeCalibration
+		for _, c := range cs {
+			if len(f(&c.Constants)) == len(simengine.QuantileLevels) {
+				have = append(have, c)
+			}
+		}
+		if len(have) == 0 {
+			return nil
+		}
+		q := make([]int64, len(simengine.QuantileLevels))
+		xs := make([]float64, len(have))
+		for i := range q {
+			for j, c := range have {
+				xs[j] = float64(f(&c.Constants)[i])
+			}
+			sort.Float64s(xs)
+			m := xs[len(xs)/2]
+			if n := len(xs); n%2 == 0 {
+				m = (xs[n/2-1] + xs[n/2]) / 2
+			}
+			q[i] = int64(math.Round(m))
+			if i > 0 && q[i] < q[i-1] {
+				q[i] = q[i-1]
+			}
+		}
+		return q
+	}
+	k := &out.Constants
+	k.TimerExpiryQuantilesNs = medQ(func(k *v1alpha1.NodeConstants) []int64 { return k.TimerExpiryQuantilesNs })
+	k.WakeupQuantilesNs = medQ(func(k *v1alpha1.NodeConstants) []int64 { return k.WakeupQuantilesNs })
+	k.IdleExitQuantilesNs = medQ(func(k *v1alpha1.NodeConstants) []int64 { return k.IdleExitQuantilesNs })
+	k.CtxSwitchQuantilesNs = medQ(func(k *v1alpha1.NodeConstants) []int64 { return k.CtxSwitchQuantilesNs })
 	for _, c := range cs {
 		out.Samples += c.Samples
 	}

@@ -74,7 +74,24 @@ type Constants struct {
 	// TimerArmCPUNs: CPU time of arming a timer for a sleep
 	// (hrtimer_start_range_ns(), reprogramming the clock event device).
 	TimerArmCPUNs int64 `json:"timerArmCPUNs,omitempty"`
+
+	// The spread of the four latency terms. Each list, when set, holds
+	// its term's values at QuantileLevels (nondecreasing). Every wake-up
+	// draws one level u, the same for its four terms (a wake-up that meets
+	// a cold cache or a section with interrupts off is slow all along its
+	// path), and pays each term's value at u, interpolated linearly
+	// between the listed levels and flat beyond the first and last. A
+	// term set by its scalar alone costs exactly that scalar; a term left
+	// at its default takes DefaultConstants' spread. With a list the
+	// scalar is unused (the calibration window sets it to the median).
+	TimerExpiryQuantilesNs []int64 `json:"timerExpiryQuantilesNs,omitempty"`
+	WakeupQuantilesNs      []int64 `json:"wakeupQuantilesNs,omitempty"`
+	IdleExitQuantilesNs    []int64 `json:"idleExitQuantilesNs,omitempty"`
+	CtxSwitchQuantilesNs   []int64 `json:"ctxSwitchQuantilesNs,omitempty"`
 }
+
+// QuantileLevels are the levels of the Constants' quantile lists.
+var QuantileLevels = [...]float64{0.05, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99}
 
 // NoCost is the Constants value that means a real zero, since 0 means the default.
 const NoCost int64 = -1
@@ -88,12 +105,33 @@ const DefaultTimerSlackNs int64 = 50_000
 // interrupt and a wake-up of a few µs each, leaving a shallow idle state in
 // a few µs, a context switch of about 3 µs, about 2 µs of system call and
 // scheduler work per wake-up, and a timer arm that reprograms the clock
-// event device, a VM exit on a guest).
+// event device, a VM exit on a guest), each latency term with a spread:
+//
+//   - the timer interrupt (hrtimer_interrupt() → hrtimer_wakeup() →
+//     try_to_wake_up()) and the wake list's IPI are delayed when they arrive
+//     while the CPU runs with interrupts off (the rq lock is taken with
+//     interrupts off in __schedule() and the load balancer) and by cache
+//     misses on the woken task's state: p90 about twice, p99 about five
+//     times the median;
+//   - the idle exit depends on the idle state the CPU reached, deeper (and
+//     slower to leave) the longer it was idle (cpuidle's target residency):
+//     from 2 µs for a polling or shallow state to tens of µs at the tail;
+//   - the context switch varies less (the incoming task's cache and TLB
+//     state): p99 about three times the median.
+//
+// These are assumptions of the same kind as the medians; a node's
+// calibration window replaces them with what it measured.
 func DefaultConstants() Constants {
-	return Constants{TimerExpiryNs: 5_000, WakeupNs: 3_000, IdleExitNs: 5_000, CtxSwitchNs: 3_000, WakeupCPUNs: 2_000, TimerArmCPUNs: 3_000}
+	return Constants{TimerExpiryNs: 5_000, WakeupNs: 3_000, IdleExitNs: 5_000, CtxSwitchNs: 3_000, WakeupCPUNs: 2_000, TimerArmCPUNs: 3_000,
+		TimerExpiryQuantilesNs: []int64{3_000, 4_000, 5_000, 6_500, 10_000, 14_000, 25_000},
+		WakeupQuantilesNs:      []int64{2_000, 2_500, 3_000, 4_000, 6_000, 8_000, 15_000},
+		IdleExitQuantilesNs:    []int64{2_000, 3_000, 5_000, 8_000, 15_000, 25_000, 50_000},
+		CtxSwitchQuantilesNs:   []int64{2_000, 2_500, 3_000, 3_500, 4_500, 5_500, 9_000}}
 }
 
-// resolve fills c's zero fields from DefaultConstants and turns NoCost into 0.
+// resolve fills c's zero fields from DefaultConstants and turns NoCost into
+// 0; a latency term keeps its quantile list, takes the default's with the
+// default scalar, and has none (a fixed cost) with a scalar of its own.
 func (c Constants) resolve() Constants {
 	d := DefaultConstants()
 	f := func(v, def int64) int64 {
@@ -105,9 +143,23 @@ func (c Constants) resolve() Constants {
 		}
 		return v
 	}
-	return Constants{TimerExpiryNs: f(c.TimerExpiryNs, d.TimerExpiryNs), WakeupNs: f(c.WakeupNs, d.WakeupNs),
-		IdleExitNs: f(c.IdleExitNs, d.IdleExitNs), CtxSwitchNs: f(c.CtxSwitchNs, d.CtxSwitchNs),
-		WakeupCPUNs: f(c.WakeupCPUNs, d.WakeupCPUNs), TimerArmCPUNs: f(c.TimerArmCPUNs, d.TimerArmCPUNs)}
+	q := func(v int64, l []int64, def int64, defL []int64) (int64, []int64) {
+		switch {
+		case len(l) > 0:
+			return l[len(l)/2], l
+		case v == 0:
+			return def, defL
+		case v < 0:
+			return 0, nil
+		}
+		return v, nil
+	}
+	out := Constants{WakeupCPUNs: f(c.WakeupCPUNs, d.WakeupCPUNs), TimerArmCPUNs: f(c.TimerArmCPUNs, d.TimerArmCPUNs)}
+	out.TimerExpiryNs, out.TimerExpiryQuantilesNs = q(c.TimerExpiryNs, c.TimerExpiryQuantilesNs, d.TimerExpiryNs, d.TimerExpiryQuantilesNs)
+	out.WakeupNs, out.WakeupQuantilesNs = q(c.WakeupNs, c.WakeupQuantilesNs, d.WakeupNs, d.WakeupQuantilesNs)
+	out.IdleExitNs, out.IdleExitQuantilesNs = q(c.IdleExitNs, c.IdleExitQuantilesNs, d.IdleExitNs, d.IdleExitQuantilesNs)
+	out.CtxSwitchNs, out.CtxSwitchQuantilesNs = q(c.CtxSwitchNs, c.CtxSwitchQuantilesNs, d.CtxSwitchNs, d.CtxSwitchQuantilesNs)
+	return out
 }
 
 // Resolved returns c with its defaults filled in and NoCost turned into 0:

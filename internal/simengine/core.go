@@ -143,6 +143,12 @@ func (s *sim) switchIn(c, ti int32, fromIdle bool) {
 		cost += s.idleExitNs
 	}
 	if t.wakeAt >= 0 {
+		// A woken task pays its wake-up's draw of the path (drawFloor).
+		f := &s.floorTab[t.floorIdx]
+		cost = f.ctx
+		if fromIdle {
+			cost += f.idle
+		}
 		ranAt := s.now + cost
 		if ranAt >= s.winStart && ranAt < s.end && t.hist != nil {
 			t.recordLatency(ranAt - t.wakeAt)
@@ -309,6 +315,7 @@ func (s *sim) armTimer(ti int32, at int64) {
 	t.waker = -1 // the timer fires on the task's CPU
 	t.pendingSync = false
 	t.timerWake = true
+	s.drawFloor(ti)
 	s.pushTimer(ti, at)
 }
 
@@ -321,7 +328,7 @@ func (s *sim) pushTimer(ti int32, from int64) {
 		s.push(event{t: tk, kind: evTimerSoft, a: ti})
 		return
 	}
-	s.push(event{t: hard + s.timerNs, kind: evWake, a: ti})
+	s.push(event{t: hard + s.floorTab[t.floorIdx].timer, kind: evWake, a: ti})
 }
 
 // timerSoftExpiry is a tick at which ti's timer is past its soft expiry:
@@ -330,7 +337,7 @@ func (s *sim) pushTimer(ti int32, from int64) {
 func (s *sim) timerSoftExpiry(ti int32) {
 	t := &s.tasks[ti]
 	if s.cpus[t.cpu].curr >= 0 {
-		s.push(event{t: s.now + s.timerNs, kind: evWake, a: ti})
+		s.push(event{t: s.now + s.floorTab[t.floorIdx].timer, kind: evWake, a: ti})
 		return
 	}
 	s.pushTimer(ti, s.now+1)
@@ -339,6 +346,7 @@ func (s *sim) timerSoftExpiry(ti int32) {
 // wakeTask wakes ti on behalf of the task running on wakerCPU (a pipe write).
 func (s *sim) wakeTask(ti, wakerCPU int32, sync bool) {
 	s.tasks[ti].timerWake = false
+	s.drawFloor(ti)
 	s.tryToWakeUp(ti, wakerCPU, sync, s.now)
 }
 
@@ -399,7 +407,7 @@ func (s *sim) tryToWakeUp(ti, wakerCPU int32, sync bool, reason int64) {
 		t.waker = wakerCPU
 		s.cpus[c].ttwuPending++ // rq->ttwu_pending: idle_cpu() is false
 		s.setIdle(c, false)
-		s.push(event{t: s.now + s.wakeNs, kind: evWakeList, a: ti})
+		s.push(event{t: s.now + s.floorTab[t.floorIdx].wake, kind: evWakeList, a: ti})
 		return
 	}
 	s.ttwuActivate(ti, wakerCPU, sync, reason)

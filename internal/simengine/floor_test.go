@@ -1,6 +1,9 @@
 package simengine
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // The latency floor: a probe alone on an idle node wakes at its hard expiry
 // (deadline + slack), then pays the timer interrupt, the idle exit and the
@@ -76,6 +79,54 @@ func TestLateFractionsAndHistogram(t *testing.T) {
 	for i := range want {
 		if got[i] != want[i] {
 			t.Fatalf("histogram %v, want %v", got, want)
+		}
+	}
+}
+
+// The floor as a distribution: a probe alone on an idle CPU pays, per
+// wake-up, every term of its path at one drawn level, so its latency's
+// quantiles are the slack plus the sum of the terms' quantiles at the same
+// level, and its late fraction beyond a threshold inside the spread is
+// the level where the sum crosses it.
+func TestLatencyFloorDistribution(t *testing.T) {
+	k := Constants{
+		TimerExpiryQuantilesNs: []int64{20_000, 30_000, 40_000, 50_000, 60_000, 80_000, 150_000},
+		IdleExitQuantilesNs:    []int64{5_000, 5_000, 10_000, 10_000, 20_000, 20_000, 40_000},
+		CtxSwitchQuantilesNs:   []int64{1_000, 1_000, 2_000, 2_000, 2_000, 3_000, 5_000},
+		WakeupCPUNs:            NoCost, TimerArmCPUNs: NoCost,
+	}
+	r := mustRun(t, Input{Node: Node{CPUs: 1, Constants: k},
+		Groups: []Group{{Name: "probe", Tasks: 1, TimerSlackNs: 1,
+			Pattern: Pattern{Type: LatencyProbe, IntervalNs: 1_000_000}}},
+		DurationNs: 20e9, WarmupNs: 1e8, Seed: 3})
+	l := group(t, r, "probe").Metrics.WakeupLatencyUs
+	// Sums at the levels 0.5, 0.9 and 0.99: 52, 82, 195 µs.
+	near(t, "p50", l.P50, 52, 52*0.05)
+	near(t, "p90", l.P90, 82, 82*0.05)
+	near(t, "p99", l.P99, 195, 195*0.08)
+	// Beyond 100 µs: the sum is 82 at 0.9 and 103 at 0.95, so the level
+	// where it crosses 100 is 0.9 + 0.05*18/21 = 0.943.
+	near(t, "over 100 µs", l.Over100us, 1-0.943, 0.01)
+	// A term set by its scalar alone is a fixed cost (TestLatencyFloorIdle);
+	// the defaults are spread.
+	d := mustRun(t, Input{Node: Node{CPUs: 1},
+		Groups: []Group{{Name: "probe", Tasks: 1, TimerSlackNs: 1,
+			Pattern: Pattern{Type: LatencyProbe, IntervalNs: 1_000_000}}},
+		DurationNs: 5e9, WarmupNs: 1e8, Seed: 3})
+	dl := group(t, d, "probe").Metrics.WakeupLatencyUs
+	near(t, "defaults p50", dl.P50, 5+5+3, 13*0.05)
+	if dl.P99 < 3*dl.P50 {
+		t.Errorf("defaults: p99 %.1f µs, p50 %.1f µs; want a spread (p99 ≥ 3×p50)", dl.P99, dl.P50)
+	}
+}
+
+// Quantile lists are checked: one value per level, none decreasing.
+func TestFloorQuantilesValidated(t *testing.T) {
+	for _, q := range [][]int64{{1, 2, 3}, {1, 2, 3, 4, 5, 6, 5}, {-1, 2, 3, 4, 5, 6, 7}} {
+		in := Input{Node: Node{CPUs: 1, Constants: Constants{IdleExitQuantilesNs: q}},
+			Groups: []Group{{Name: "a", Tasks: 1}}, DurationNs: 1e6, Seed: 1}
+		if _, err := Run(in); err == nil || !strings.Contains(err.Error(), "idleExitQuantilesNs") {
+			t.Errorf("quantiles %v: error %v, want one naming idleExitQuantilesNs", q, err)
 		}
 	}
 }

@@ -176,6 +176,7 @@ type task struct {
 	running     bool
 	vNormalized bool // CFS: vruntime is relative (kernel: after migrate/non-sleep dequeue)
 	pendingWake bool
+	floorIdx    uint8 // level of the wake-up path's costs for the current wake-up (drawFloor)
 
 	workEnd     int64 // sumExec at which the current CPU burst completes
 	wakeAt      int64 // when the task should have run (for latency), -1 if none
@@ -260,6 +261,9 @@ type sim struct {
 	nrMigrate                                                      int
 	bgNum                                                          int64 // task clock rate × 1e6
 	ctxNs, timerNs, wakeNs, idleExitNs, wakeCPUNs, armCPUNs        int64
+	floorTab                                                       [floorBuckets]floorCosts
+	floorSpread                                                    bool
+	floorRnd                                                       uint64
 	balanceIntervalNs                                              int64
 
 	now, end, winStart int64
@@ -359,6 +363,7 @@ func newSim(in *Input) (*sim, error) {
 	s.idleExitNs = k0.IdleExitNs
 	s.wakeCPUNs = k0.WakeupCPUNs
 	s.armCPUNs = k0.TimerArmCPUNs
+	s.initFloor(k0, n.Calibration)
 	// One flat sched_domain spanning all CPUs: min_interval = sd_weight ms
 	// (sd_init(), v6.x).
 	s.balanceIntervalNs = int64(n.CPUs) * 1_000_000

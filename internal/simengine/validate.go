@@ -174,6 +174,26 @@ func validate(in *Input) error {
 			return fmt.Errorf("node.constants.%s is %d; set it between 0 (the default) and 1e8 (100ms), or to -1 for none", kv.name, kv.v)
 		}
 	}
+	for _, kv := range []struct {
+		name string
+		q    []int64
+	}{{"timerExpiryQuantilesNs", k0.TimerExpiryQuantilesNs}, {"wakeupQuantilesNs", k0.WakeupQuantilesNs},
+		{"idleExitQuantilesNs", k0.IdleExitQuantilesNs}, {"ctxSwitchQuantilesNs", k0.CtxSwitchQuantilesNs}} {
+		if len(kv.q) == 0 {
+			continue
+		}
+		if len(kv.q) != len(QuantileLevels) {
+			return fmt.Errorf("node.constants.%s has %d values; give one per level %v, or none", kv.name, len(kv.q), QuantileLevels)
+		}
+		for i, v := range kv.q {
+			if v < 0 || v > 100_000_000 {
+				return fmt.Errorf("node.constants.%s[%d] is %d; set it between 0 and 1e8 (100ms)", kv.name, i, v)
+			}
+			if i > 0 && v < kv.q[i-1] {
+				return fmt.Errorf("node.constants.%s[%d] is %d, below the level before it (%d); quantiles must not decrease", kv.name, i, v, kv.q[i-1])
+			}
+		}
+	}
 	if !(c.BackgroundLoad >= 0 && c.BackgroundLoad <= 0.95) {
 		return fmt.Errorf("node.calibration.backgroundLoad is %v; set it between 0 and 0.95", c.BackgroundLoad)
 	}

@@ -13,9 +13,11 @@
 package calib
 
 import (
+	"slices"
 	"sort"
 
 	"github.com/schedlab/schedlab/api/v1alpha1"
+	"github.com/schedlab/schedlab/internal/simengine"
 )
 
 // Options size the window.
@@ -62,6 +64,10 @@ type Raw struct {
 	BackgroundLoad float64
 	// Samples behind the medians (timer sleeps and messages).
 	Samples int
+
+	// The same four paths' quantiles at simengine.QuantileLevels (nil
+	// when not measured).
+	IdleTimerQ, BusyTimerQ, LocalWakeQ, RemoteWakeQ []int64
 }
 
 // Constants derives the simulator's node constants from the raw
@@ -91,6 +97,29 @@ func (r Raw) Constants() v1alpha1.NodeConstants {
 	if r.RemoteWakeLate > 0 {
 		c.WakeupNs = pos(r.RemoteWakeLate - idleExit - ctx)
 	}
+	// The spreads: the simulator pays every term of a wake-up's path at
+	// one level u, so each term's quantile function is the difference of
+	// the paths' at the same level (a path slow at u is slow in each of its
+	// parts), made a quantile function again (at least 1 ns, sorted).
+	n := len(simengine.QuantileLevels)
+	if len(r.IdleTimerQ) == n && len(r.BusyTimerQ) == n && len(r.LocalWakeQ) == n {
+		diff := func(f func(i int) int64) []int64 {
+			q := make([]int64, n)
+			for i := range q {
+				q[i] = pos(f(i))
+			}
+			slices.Sort(q)
+			return q
+		}
+		c.CtxSwitchQuantilesNs = diff(func(i int) int64 { return r.LocalWakeQ[i] })
+		c.TimerExpiryQuantilesNs = diff(func(i int) int64 { return r.BusyTimerQ[i] - r.LocalWakeQ[i] })
+		c.IdleExitQuantilesNs = diff(func(i int) int64 { return r.IdleTimerQ[i] - r.BusyTimerQ[i] })
+		if len(r.RemoteWakeQ) == n {
+			c.WakeupQuantilesNs = diff(func(i int) int64 {
+				return r.RemoteWakeQ[i] - c.IdleExitQuantilesNs[i] - c.CtxSwitchQuantilesNs[i]
+			})
+		}
+	}
 	return c
 }
 
@@ -103,6 +132,19 @@ func (r Raw) Calibration(noiseCPU float64) *v1alpha1.NodeCalibration {
 		NoiseCPU:        noiseCPU,
 		BackgroundLoad:  r.BackgroundLoad,
 	}
+}
+
+// quantiles of xs at simengine.QuantileLevels (sorts xs in place); nil for none.
+func quantiles(xs []int64) []int64 {
+	if len(xs) == 0 {
+		return nil
+	}
+	slices.Sort(xs)
+	q := make([]int64, len(simengine.QuantileLevels))
+	for i, l := range simengine.QuantileLevels {
+		q[i] = xs[min(int(l*float64(len(xs))), len(xs)-1)]
+	}
+	return q
 }
 
 // median of xs (sorted in place); 0 for none.

@@ -1,6 +1,7 @@
 package calib
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/schedlab/schedlab/api/v1alpha1"
@@ -13,7 +14,7 @@ func TestConstantsFromRaw(t *testing.T) {
 		LocalMessage: 12_000, RemoteWakeLate: 50_000}
 	got := r.Constants()
 	want := v1alpha1.NodeConstants{TimerExpiryNs: 37_000, IdleExitNs: 15_000, CtxSwitchNs: 8_000, WakeupNs: 27_000}
-	if got != want {
+	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Constants() = %+v, want %+v", got, want)
 	}
 	// A busy CPU that woke later than an idle one: no idle exit to see.
@@ -25,5 +26,43 @@ func TestConstantsFromRaw(t *testing.T) {
 	r.RemoteWakeLate = 0
 	if c := r.Constants(); c.WakeupNs != 0 {
 		t.Errorf("one CPU: wakeupNs %d, want 0 (the default)", c.WakeupNs)
+	}
+}
+
+// With the paths' quantiles, each term's spread is the difference of the
+// paths' quantiles at the same level, so a busy-CPU timer wake-up (timer
+// expiry plus switch) has the measured busy path's quantiles again.
+func TestConstantQuantilesFromRaw(t *testing.T) {
+	r := Raw{IdleTimerLate: 90_000, BusyTimerLate: 50_000, LocalWakeLate: 7_000, RemoteWakeLate: 80_000,
+		IdleTimerQ:  []int64{70_000, 80_000, 90_000, 95_000, 120_000, 150_000, 300_000},
+		BusyTimerQ:  []int64{40_000, 45_000, 50_000, 60_000, 80_000, 100_000, 200_000},
+		LocalWakeQ:  []int64{5_000, 6_000, 7_000, 7_000, 8_000, 9_000, 20_000},
+		RemoteWakeQ: []int64{50_000, 70_000, 80_000, 85_000, 100_000, 120_000, 250_000}}
+	c := r.Constants()
+	for i := range r.BusyTimerQ {
+		if got := c.TimerExpiryQuantilesNs[i] + c.CtxSwitchQuantilesNs[i]; got != r.BusyTimerQ[i] {
+			t.Errorf("level %d: timer expiry + switch = %d, want the busy path's %d", i, got, r.BusyTimerQ[i])
+		}
+	}
+	// Idle exit: idle - busy = 30, 35, 40, 35, 40, 50, 100 µs, sorted.
+	if want := []int64{30_000, 35_000, 35_000, 40_000, 40_000, 50_000, 100_000}; !reflect.DeepEqual(c.IdleExitQuantilesNs, want) {
+		t.Errorf("idle exit quantiles %v, want %v", c.IdleExitQuantilesNs, want)
+	}
+	if c.WakeupQuantilesNs == nil || c.WakeupQuantilesNs[0] < 1 {
+		t.Errorf("wake-up quantiles %v, want measured ones, each at least 1 ns", c.WakeupQuantilesNs)
+	}
+	r.RemoteWakeQ = nil
+	if c := r.Constants(); c.WakeupQuantilesNs != nil {
+		t.Errorf("no remote path measured: wake-up quantiles %v, want none (the default spread)", c.WakeupQuantilesNs)
+	}
+}
+
+func TestQuantiles(t *testing.T) {
+	xs := make([]int64, 200)
+	for i := range xs {
+		xs[i] = int64(200 - i)
+	}
+	if got, want := quantiles(xs), []int64{11, 51, 101, 151, 181, 191, 199}; !reflect.DeepEqual(got, want) {
+		t.Errorf("quantiles = %v, want %v", got, want)
 	}
 }

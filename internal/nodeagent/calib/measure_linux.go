@@ -42,21 +42,21 @@ func MeasureRaw(ctx context.Context, opts Options) (Raw, float64, error) {
 	last := cpus[len(cpus)-1]
 	steps := []func() error{
 		func() (err error) {
-			r.IdleTimerLate, r.TimerCPU, err = timerLateness(last, o.Sleeps, false)
+			r.IdleTimerLate, r.IdleTimerQ, r.TimerCPU, err = timerLateness(last, o.Sleeps, false)
 			return err
 		},
 		func() (err error) {
-			r.BusyTimerLate, _, err = timerLateness(last, o.Sleeps, true)
+			r.BusyTimerLate, r.BusyTimerQ, _, err = timerLateness(last, o.Sleeps, true)
 			return err
 		},
 		func() (err error) {
-			r.LocalWakeLate, r.LocalMessage, err = pipePingPong(last, last, o.Messages)
+			r.LocalWakeLate, r.LocalWakeQ, r.LocalMessage, err = pipePingPong(last, last, o.Messages)
 			return err
 		},
 	}
 	if len(cpus) > 1 {
 		steps = append(steps, func() (err error) {
-			r.RemoteWakeLate, _, err = pipePingPong(cpus[len(cpus)-2], last, o.Messages/4)
+			r.RemoteWakeLate, r.RemoteWakeQ, _, err = pipePingPong(cpus[len(cpus)-2], last, o.Messages/4)
 			return err
 		})
 	}
@@ -180,21 +180,22 @@ func spinner(cpu int, stop <-chan struct{}, ready chan<- error) {
 var sinkSpin uint64
 
 // timerLateness sleeps n times for 1 ms to an absolute deadline on cpu and
-// returns the median lateness and the mean thread CPU time per sleep. With
+// returns the median lateness, its quantiles and the mean thread CPU time per sleep. With
 // busy, a SCHED_IDLE thread spins on the same CPU meanwhile.
-func timerLateness(cpu, n int, busy bool) (late, cpuPer int64, err error) {
+func timerLateness(cpu, n int, busy bool) (late int64, q []int64, cpuPer int64, err error) {
 	if busy {
 		stop := make(chan struct{})
 		ready := make(chan error, 1)
 		go spinner(cpu, stop, ready)
 		if err := <-ready; err != nil {
 			close(stop)
-			return 0, 0, err
+			return 0, nil, 0, err
 		}
 		defer close(stop)
 	}
 	type out struct {
 		late, cpu int64
+		q         []int64
 		err       error
 	}
 	res := make(chan out, 1)
@@ -215,10 +216,12 @@ func timerLateness(cpu, n int, busy bool) (late, cpuPer int64, err error) {
 			sleepUntil(deadline)
 			lates = append(lates, now()-deadline)
 		}
-		res <- out{late: median(lates), cpu: (threadCPU() - c0) / int64(n)}
+		cpu := (threadCPU() - c0) / int64(n)
+		q := quantiles(lates)
+		res <- out{late: median(lates), q: q, cpu: cpu}
 	}()
 	o := <-res
-	return o.late, o.cpu, o.err
+	return o.late, o.q, o.cpu, o.err
 }
 
 func sleepUntil(deadline int64) {
@@ -229,16 +232,17 @@ func sleepUntil(deadline int64) {
 
 // pipePingPong passes a timestamp back and forth n times between two
 // threads pinned to cpuA and cpuB through two pipes and returns the median
-// delay from a write to the reader running, and the wall time per message.
-func pipePingPong(cpuA, cpuB, n int) (late, perMsg int64, err error) {
+// delay from a write to the reader running, its quantiles, and the wall
+// time per message.
+func pipePingPong(cpuA, cpuB, n int) (late int64, q []int64, perMsg int64, err error) {
 	var ab, ba [2]int
 	if err := unix.Pipe2(ab[:], unix.O_CLOEXEC); err != nil {
-		return 0, 0, err
+		return 0, nil, 0, err
 	}
 	defer unix.Close(ab[0])
 	defer unix.Close(ab[1])
 	if err := unix.Pipe2(ba[:], unix.O_CLOEXEC); err != nil {
-		return 0, 0, err
+		return 0, nil, 0, err
 	}
 	defer unix.Close(ba[0])
 	defer unix.Close(ba[1])
@@ -289,9 +293,9 @@ func pipePingPong(cpuA, cpuB, n int) (late, perMsg int64, err error) {
 	wg.Wait()
 	for _, e := range errs {
 		if e != nil {
-			return 0, 0, fmt.Errorf("pipe ping-pong: %w", e)
+			return 0, nil, 0, fmt.Errorf("pipe ping-pong: %w", e)
 		}
 	}
 	all := append(lates[0], lates[1]...)
-	return median(all), (end - start) / int64(2*n), nil
+	return median(all), quantiles(all), (end - start) / int64(2*n), nil
 }

@@ -1,0 +1,68 @@
+package simengine
+
+// The latency floor as a distribution: each wake-up draws one level u and
+// pays every term of its path (timer expiry, wake list IPI, idle exit,
+// context switch) at u. The quantile functions are tabulated at
+// floorBuckets equally likely levels, so a draw is one random number and
+// one table row.
+
+const floorBuckets = 64
+
+// floorCosts are the latency terms at one level.
+type floorCosts struct {
+	timer, wake, idle, ctx int64
+}
+
+// quantileAt is the value at level u of the distribution given by its
+// values q at QuantileLevels: linear between levels, flat beyond the first
+// and the last. An empty q is the fixed value v.
+func quantileAt(q []int64, v int64, u float64) int64 {
+	if len(q) == 0 {
+		return v
+	}
+	L := QuantileLevels[:]
+	if u <= L[0] {
+		return q[0]
+	}
+	for i := 1; i < len(L); i++ {
+		if u <= L[i] {
+			f := (u - L[i-1]) / (L[i] - L[i-1])
+			return q[i-1] + int64(f*float64(q[i]-q[i-1])+0.5)
+		}
+	}
+	return q[len(q)-1]
+}
+
+// initFloor tabulates the resolved constants k plus the fleet overheads of
+// cal; it reports whether any term is spread (else no draw is needed).
+func (s *sim) initFloor(k Constants, cal Calibration) {
+	spread := false
+	for i := range s.floorTab {
+		u := (float64(i) + 0.5) / floorBuckets
+		s.floorTab[i] = floorCosts{
+			timer: quantileAt(k.TimerExpiryQuantilesNs, k.TimerExpiryNs, u) + cal.TimerOverheadNs,
+			wake:  quantileAt(k.WakeupQuantilesNs, k.WakeupNs, u) + cal.WakeupOverheadNs,
+			idle:  quantileAt(k.IdleExitQuantilesNs, k.IdleExitNs, u),
+			ctx:   quantileAt(k.CtxSwitchQuantilesNs, k.CtxSwitchNs, u) + cal.CtxSwitchNs,
+		}
+		if s.floorTab[i] != s.floorTab[0] {
+			spread = true
+		}
+	}
+	s.floorSpread = spread
+	s.floorRnd = s.in.Seed*0x9e3779b97f4a7c15 + 0x2545f4914f6cdd1d
+}
+
+// drawFloor gives task ti the level of its next wake-up (splitmix64 over
+// one stream per run, so a run is a function of its seed).
+func (s *sim) drawFloor(ti int32) {
+	if !s.floorSpread {
+		return
+	}
+	s.floorRnd += 0x9e3779b97f4a7c15
+	z := s.floorRnd
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	z ^= z >> 31
+	s.tasks[ti].floorIdx = uint8(z >> (64 - 6))
+}
