@@ -12,15 +12,20 @@ import (
 // compared request for request:
 //
 //   - An arrival at time T whose replica already holds Queue requests that
-//     no worker has taken is dropped. Otherwise it becomes Fanout sub-requests;
-//     each goes straight to an idle worker (the one idle longest: the
-//     agent's idle workers each sleep to the next arrival nobody else waits
-//     for, so the first to go idle get the first arrivals) if there is one,
-//     and waits in the queue otherwise.
-//   - Handing a sub-request to an idle worker wakes it as its own timer's
-//     expiry at T does (the agent's worker sleeps to the arrival with
-//     clock_nanosleep, timer slack 1 ns unless the group sets one:
-//     hrtimer_wakeup → try_to_wake_up on the worker's CPU).
+//     no worker has taken is dropped. Otherwise it becomes Fanout sub-requests
+//     at the queue's tail, and each wakes one idle worker (the one idle
+//     longest: the agent's idle workers each sleep to the next arrival
+//     nobody else waits for, so the first to go idle get the first
+//     arrivals) if there is one.
+//   - The wake is the worker's own timer expiring at T (the agent's worker
+//     sleeps to the arrival with clock_nanosleep, timer slack 1 ns unless
+//     the group sets one: hrtimer_wakeup → try_to_wake_up). The woken worker
+//     is not promised the sub-request: when it gets a CPU it takes the
+//     queue's head, and finds nothing when a busy worker that finished in
+//     the meantime took it (the agent's worker takes whatever is at the
+//     head under the lock); then it sleeps again to the next arrival nobody
+//     waits for, at the back of the idle workers — one more voluntary
+//     switch, as the agent's worker counts it.
 //   - A worker runs its sub-request's service time (CPU time, so preemption
 //     stretches it), then takes the queue's head without sleeping, or blocks
 //     (a voluntary switch) when the queue is empty.
@@ -256,22 +261,30 @@ func (s *sim) arrival(si int32) {
 	sv.untaken[slot] = sv.fanout
 	sv.waiting++
 	for k := int32(0); k < sv.fanout; k++ {
+		sv.queue = append(sv.queue, slot)
 		if len(sv.idle) > 0 {
 			w := sv.idle[0]
 			sv.idle = sv.idle[1:]
-			s.takeRequest(w, slot)
 			s.arrivalWake(w)
-			continue
 		}
-		sv.queue = append(sv.queue, slot)
 	}
 }
 
-// arrivalWake wakes idle worker ti for the request that arrived now: the
-// worker slept to this arrival on its own timer (clock_nanosleep to the
-// absolute arrival time, an hrtimer with the task's slack: armTimer), so it
-// wakes as a timer expiry does and counts its latency from the arrival.
+// claimNs is the CPU a woken worker spends before it has taken the queue's
+// head: the agent's worker takes the lock, admits what is due and claims
+// (a few hundred ns; the wake-up's own costs come on top, in runTask).
+const claimNs = 300
+
+// arrivalWake wakes idle worker ti for the sub-request that arrived now:
+// the worker slept to this arrival on its own timer (clock_nanosleep to
+// the absolute arrival time, an hrtimer with the task's slack: armTimer),
+// so it wakes as a timer expiry does and counts its latency from the
+// arrival. Its first burst is the claim (t.req −1); serviceDone then gives
+// it the queue's head, or puts it back to sleep.
 func (s *sim) arrivalWake(ti int32) {
+	t := &s.tasks[ti]
+	t.req = -1
+	t.workEnd = s.ents[t.se].sumExec + claimNs
 	s.armTimer(ti, s.now)
 }
 
@@ -289,24 +302,26 @@ func (s *sim) takeRequest(ti, slot int32) {
 }
 
 // serviceDone is called when worker ti has run its sub-request's service
-// time: the request completes if this was its last sub-request, and the
-// worker takes the queue's head or blocks on the empty queue.
+// time, or its claim after a wake-up (t.req −1): the request completes if
+// this was its last sub-request, and the worker takes the queue's head or
+// blocks on the empty queue.
 func (s *sim) serviceDone(ti int32) {
 	t := &s.tasks[ti]
 	sv := &s.servers[t.srv]
 	inWin := s.inWindow()
-	slot := t.req
-	t.req = -1
-	if inWin {
-		t.ops++
-	}
-	sv.left[slot]--
-	if sv.left[slot] == 0 {
+	if slot := t.req; slot >= 0 {
+		t.req = -1
 		if inWin {
-			sv.completed++
-			sv.hist.record(s.now - sv.arrAt[slot])
+			t.ops++
 		}
-		sv.free = append(sv.free, slot)
+		sv.left[slot]--
+		if sv.left[slot] == 0 {
+			if inWin {
+				sv.completed++
+				sv.hist.record(s.now - sv.arrAt[slot])
+			}
+			sv.free = append(sv.free, slot)
+		}
 	}
 	if sv.qHead < len(sv.queue) {
 		next := sv.queue[sv.qHead]
