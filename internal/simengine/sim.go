@@ -615,6 +615,16 @@ func (s *sim) start() {
 		ti := int32(i)
 		t := &s.tasks[ti]
 		c := s.findIdlestCPUFork()
+		if t.kind == patPingPong && t.partner >= 0 && t.partner < ti {
+			// A pair's second task is forked while the first waits in
+			// read() for it, so the first's CPU has just gone idle, and
+			// find_idlest_group_cpu() (v6.12) takes the most recently
+			// idled of the idle CPUs (rq->idle_stamp): the pair starts
+			// on one CPU.
+			if pc := s.tasks[t.partner].cpu; s.cpus[pc].forkCount == 1 {
+				c = pc
+			}
+		}
 		s.placeTaskOnCPU(ti, c)
 		s.cpus[c].forkCount++
 		e := &s.ents[t.se]

@@ -32,6 +32,10 @@ var wakeupHeavyCases = []wakeupHeavyCase{
 	{"3 pairs 20µs vs 4 hogs, 2:1", 2, 3, 4, 20_000, 200, 100, 1.962, 0.011, false, false},
 	{"3 pairs 20µs vs 1 hog, 1:1", 2, 3, 1, 20_000, 100, 100, 1.957, 0.015, false, false},
 	{"3 pairs 20µs vs 8 hogs, 1:1", 2, 3, 8, 20_000, 100, 100, 1.969, 0.006, false, false},
+	// One pair: it runs alone on one CPU and the four hogs share the other
+	// (18:14 UTC, load average 14-24: 0.943/1.027 and 0.927/0.993, the
+	// pair on one CPU with no migration, every hog on the other at the end).
+	{"1 pair 20µs vs 4 hogs, 1:1", 2, 1, 4, 20_000, 100, 100, 0.935, 1.010, false, false},
 	{"one CPU: 1 pair 20µs vs 2 hogs, 1:1", 1, 1, 2, 20_000, 100, 100, 0.469, 0.469, false, false},
 	{"one CPU: 1 pair 20µs vs 2 hogs, 1:4", 1, 1, 2, 20_000, 25, 100, 0.196, 0.783, false, false},
 	{"one CPU: 1 pair 20µs vs 2 hogs, 1:2", 1, 1, 2, 20_000, 50, 100, 0.332, 0.662, false, false},
