@@ -19,12 +19,15 @@ type workerConfig struct {
 	// setsid session that forks the session's tasks).
 	Mode string `json:"mode"`
 
-	Pattern     v1alpha1.PatternType `json:"pattern,omitempty"`
-	RunNs       int64                `json:"runNs,omitempty"`
-	PeriodNs    int64                `json:"periodNs,omitempty"`
-	IntervalNs  int64                `json:"intervalNs,omitempty"`
-	MeanRunNs   int64                `json:"meanRunNs,omitempty"`
-	MeanSleepNs int64                `json:"meanSleepNs,omitempty"`
+	Pattern    v1alpha1.PatternType `json:"pattern,omitempty"`
+	RunNs      int64                `json:"runNs,omitempty"`
+	PeriodNs   int64                `json:"periodNs,omitempty"`
+	IntervalNs int64                `json:"intervalNs,omitempty"`
+	// PhaseNs > 0 puts a LatencyProbe's deadlines on the interval's grid
+	// plus PhaseNs (see Task.PhaseNs).
+	PhaseNs     int64 `json:"phaseNs,omitempty"`
+	MeanRunNs   int64 `json:"meanRunNs,omitempty"`
+	MeanSleepNs int64 `json:"meanSleepNs,omitempty"`
 	// Server: the size of the replica's shared queue (fd srvFD) and the
 	// service-time distribution (svcFixed, svcExponential, svcLognormal;
 	// μ and σ of a lognormal's logarithm).
@@ -106,6 +109,9 @@ func taskConfig(t Task, runID string, index int) (workerConfig, error) {
 	}
 	p := t.Pattern
 	var err error
+	if t.PhaseNs != 0 && p.Type != v1alpha1.PatternLatencyProbe {
+		return c, fmt.Errorf("task %d (%s): a phase applies to a LatencyProbe only, not to %s", index, t.Group, p.Type)
+	}
 	switch p.Type {
 	case v1alpha1.PatternHog:
 	case v1alpha1.PatternPeriodic:
@@ -122,6 +128,10 @@ func taskConfig(t Task, runID string, index int) (workerConfig, error) {
 		if c.IntervalNs, err = ns("interval", p.Interval, 50e3, 1e9); err != nil {
 			return c, err
 		}
+		if t.PhaseNs < 0 || t.PhaseNs >= c.IntervalNs {
+			return c, fmt.Errorf("task %d (%s): phase %dns must be within 0..%dns (the interval)", index, t.Group, t.PhaseNs, c.IntervalNs)
+		}
+		c.PhaseNs = t.PhaseNs
 	case v1alpha1.PatternPingPong:
 		if p.Run != nil {
 			if c.RunNs, err = ns("run", p.Run, 1e3, 1e9); err != nil {

@@ -262,7 +262,7 @@ func runTask(cfg workerConfig, c *ctrl) int {
 	if err := c.send(msg{T: msgRunning, Placed: placed}); err != nil {
 		return 1
 	}
-	l := loop{pattern: patternCode(cfg.Pattern), runNs: cfg.RunNs, periodNs: cfg.PeriodNs, intervalNs: cfg.IntervalNs,
+	l := loop{pattern: patternCode(cfg.Pattern), runNs: cfg.RunNs, periodNs: cfg.PeriodNs, intervalNs: cfg.IntervalNs, phaseNs: cfg.PhaseNs,
 		meanRunNs: cfg.MeanRunNs, meanSleepNs: cfg.MeanSleepNs, initiator: cfg.Initiator, rng: cfg.Seed ^ 0x9e3779b97f4a7c15,
 		srv: srv, sw: srvWorker{kind: cfg.ServiceKind, meanNs: cfg.ServiceMeanNs, mu: cfg.ServiceMu, sigma: cfg.ServiceSigma, rng: cfg.Seed ^ 0x2545f4914f6cdd1d}}
 	if cfg.Perturb {
@@ -305,6 +305,7 @@ func patternCode(p v1alpha1.PatternType) int {
 type loop struct {
 	pattern                     int
 	runNs, periodNs, intervalNs int64
+	phaseNs                     int64
 	meanRunNs, meanSleepNs      int64
 	initiator                   bool
 	rng                         uint64
@@ -334,7 +335,7 @@ func (l *loop) run(s *slot) {
 	case patPeriodic:
 		periodic(s, l.runNs, l.periodNs)
 	case patProbe:
-		latencyProbe(s, l.intervalNs)
+		latencyProbe(s, l.intervalNs, l.phaseNs)
 	case patPingPong:
 		pingPong(s, l.initiator, l.runNs)
 	case patBurst:
@@ -391,11 +392,12 @@ func periodic(s *slot, runNs, periodNs int64) {
 
 // latencyProbe sleeps to absolute deadlines every intervalNs and records
 // how late it woke (like cyclictest's clock_nanosleep mode). Deadlines
-// already passed on waking are skipped, not queued.
+// already passed on waking are skipped, not queued. With phaseNs > 0 the
+// deadlines lie on the interval's grid plus phaseNs (Task.PhaseNs).
 //
 //go:nosplit
-func latencyProbe(s *slot, intervalNs int64) {
-	d := nanotime() + intervalNs
+func latencyProbe(s *slot, intervalNs, phaseNs int64) {
+	d := firstDeadline(nanotime(), intervalNs, phaseNs)
 	for {
 		sleepUntil(s, d)
 		now := nanotime()
@@ -406,6 +408,19 @@ func latencyProbe(s *slot, intervalNs int64) {
 			d += intervalNs
 		}
 	}
+}
+
+// firstDeadline is a probe's first deadline: an interval after now, or
+// with phaseNs > 0 the first grid point (a multiple of intervalNs plus
+// phaseNs) at least an interval after now.
+//
+//go:nosplit
+func firstDeadline(now, intervalNs, phaseNs int64) int64 {
+	d := now + intervalNs
+	if phaseNs > 0 {
+		d = (d/intervalNs+1)*intervalNs + phaseNs
+	}
+	return d
 }
 
 // pingPong exchanges CLOCK_MONOTONIC timestamps with the partner over two

@@ -68,6 +68,16 @@ type Task struct {
 	// that prove the invariants catch such a worker; never set in a real
 	// run.
 	Perturb bool
+
+	// PhaseNs, when above 0, puts a LatencyProbe's deadlines on a grid:
+	// CLOCK_MONOTONIC multiples of its interval plus PhaseNs (below the
+	// interval), instead of every interval from its start. Two sleepers
+	// with the same period whose deadlines fall within one timer slack of
+	// each other on one CPU share a timer interrupt (the hrtimer code runs
+	// every timer whose soft expiry has passed), so one wakes early and the
+	// other waits behind it; the tick, aligned to the same grid, does the
+	// same. Runs that compare tools side by side give each its own phase.
+	PhaseNs int64
 }
 
 // Spec is the whole workload of one measurement.

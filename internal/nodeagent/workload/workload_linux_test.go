@@ -576,20 +576,22 @@ func TestValidation(t *testing.T) {
 		spec Spec
 		want string
 	}{
-		"no tasks":        {Spec{WorkerBinary: "x"}, "0 tasks"},
-		"too many":        {Spec{WorkerBinary: "x", Tasks: make([]Task, MaxTasks+1)}, "513 tasks"},
-		"no binary":       {Spec{Tasks: []Task{task("h", hog)}}, "no worker binary"},
-		"periodic no run": {Spec{WorkerBinary: "x", Tasks: []Task{task("p", v1alpha1.Pattern{Type: v1alpha1.PatternPeriodic, Period: dur(time.Second)})}}, "needs run"},
-		"run ≥ period":    {Spec{WorkerBinary: "x", Tasks: []Task{task("p", v1alpha1.Pattern{Type: v1alpha1.PatternPeriodic, Run: dur(time.Second), Period: dur(time.Second)})}}, "shorter than period"},
-		"interval small":  {Spec{WorkerBinary: "x", Tasks: []Task{task("p", v1alpha1.Pattern{Type: v1alpha1.PatternLatencyProbe, Interval: dur(time.Microsecond)})}}, "outside"},
-		"lonely pingpong": {Spec{WorkerBinary: "x", Tasks: []Task{{Group: "p", Pattern: pp, Peer: -1}}}, "no partner"},
-		"one-sided pair":  {Spec{WorkerBinary: "x", Tasks: []Task{{Group: "p", Pattern: pp, Peer: 1}, {Group: "p", Pattern: pp, Peer: -1}}}, "no partner"},
-		"hog with peer":   {Spec{WorkerBinary: "x", Tasks: []Task{{Group: "p", Pattern: hog, Peer: 0}}}, "has a peer"},
-		"bad policy":      {Spec{WorkerBinary: "x", Tasks: []Task{{Group: "p", Pattern: hog, Peer: -1, Policy: "FIFO"}}}, "unknown policy"},
-		"bad nice":        {Spec{WorkerBinary: "x", Tasks: []Task{{Group: "p", Pattern: hog, Peer: -1, Nice: &n}}}, "nice 25"},
-		"bad slice":       {Spec{WorkerBinary: "x", Tasks: []Task{{Group: "p", Pattern: hog, Peer: -1, SliceNs: 1000}}}, "slice"},
-		"session+cgroup":  {Spec{WorkerBinary: "x", Tasks: []Task{{Group: "p", Pattern: hog, Peer: -1, Session: "s", CgroupProcs: "/x"}}}, "both a session and a cgroup"},
-		"unknown pattern": {Spec{WorkerBinary: "x", Tasks: []Task{task("p", v1alpha1.Pattern{Type: "Spin"})}}, "unknown pattern"},
+		"no tasks":         {Spec{WorkerBinary: "x"}, "0 tasks"},
+		"too many":         {Spec{WorkerBinary: "x", Tasks: make([]Task, MaxTasks+1)}, "513 tasks"},
+		"no binary":        {Spec{Tasks: []Task{task("h", hog)}}, "no worker binary"},
+		"periodic no run":  {Spec{WorkerBinary: "x", Tasks: []Task{task("p", v1alpha1.Pattern{Type: v1alpha1.PatternPeriodic, Period: dur(time.Second)})}}, "needs run"},
+		"run ≥ period":     {Spec{WorkerBinary: "x", Tasks: []Task{task("p", v1alpha1.Pattern{Type: v1alpha1.PatternPeriodic, Run: dur(time.Second), Period: dur(time.Second)})}}, "shorter than period"},
+		"interval small":   {Spec{WorkerBinary: "x", Tasks: []Task{task("p", v1alpha1.Pattern{Type: v1alpha1.PatternLatencyProbe, Interval: dur(time.Microsecond)})}}, "outside"},
+		"lonely pingpong":  {Spec{WorkerBinary: "x", Tasks: []Task{{Group: "p", Pattern: pp, Peer: -1}}}, "no partner"},
+		"one-sided pair":   {Spec{WorkerBinary: "x", Tasks: []Task{{Group: "p", Pattern: pp, Peer: 1}, {Group: "p", Pattern: pp, Peer: -1}}}, "no partner"},
+		"hog with peer":    {Spec{WorkerBinary: "x", Tasks: []Task{{Group: "p", Pattern: hog, Peer: 0}}}, "has a peer"},
+		"bad policy":       {Spec{WorkerBinary: "x", Tasks: []Task{{Group: "p", Pattern: hog, Peer: -1, Policy: "FIFO"}}}, "unknown policy"},
+		"bad nice":         {Spec{WorkerBinary: "x", Tasks: []Task{{Group: "p", Pattern: hog, Peer: -1, Nice: &n}}}, "nice 25"},
+		"bad slice":        {Spec{WorkerBinary: "x", Tasks: []Task{{Group: "p", Pattern: hog, Peer: -1, SliceNs: 1000}}}, "slice"},
+		"session+cgroup":   {Spec{WorkerBinary: "x", Tasks: []Task{{Group: "p", Pattern: hog, Peer: -1, Session: "s", CgroupProcs: "/x"}}}, "both a session and a cgroup"},
+		"unknown pattern":  {Spec{WorkerBinary: "x", Tasks: []Task{task("p", v1alpha1.Pattern{Type: "Spin"})}}, "unknown pattern"},
+		"phase ≥ interval": {Spec{WorkerBinary: "x", Tasks: []Task{{Group: "p", Pattern: v1alpha1.Pattern{Type: v1alpha1.PatternLatencyProbe, Interval: dur(time.Millisecond)}, Peer: -1, PhaseNs: 1e6}}}, "phase 1000000ns must be within"},
+		"phase of a hog":   {Spec{WorkerBinary: "x", Tasks: []Task{{Group: "p", Pattern: hog, Peer: -1, PhaseNs: 1}}}, "LatencyProbe only"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -598,6 +600,25 @@ func TestValidation(t *testing.T) {
 				t.Errorf("Start: %v, want an error with %q", err, c.want)
 			}
 		})
+	}
+}
+
+// A probe with a phase sleeps to the interval's grid plus the phase, at
+// least an interval from its start; without one, an interval from its start.
+func TestFirstDeadline(t *testing.T) {
+	const ms = int64(time.Millisecond)
+	for _, c := range []struct{ now, phase, want int64 }{
+		{now: 5*ms + 123, phase: 0, want: 6*ms + 123},
+		{now: 5*ms + 123, phase: 250_000, want: 7*ms + 250_000},
+		{now: 5 * ms, phase: 1, want: 7*ms + 1},
+		{now: 5*ms - 1, phase: 999_999, want: 6*ms + 999_999},
+	} {
+		if got := firstDeadline(c.now, ms, c.phase); got != c.want {
+			t.Errorf("firstDeadline(%d, 1ms, %d) = %d, want %d", c.now, c.phase, got, c.want)
+		}
+		if got := firstDeadline(c.now, ms, c.phase); got < c.now+ms {
+			t.Errorf("firstDeadline(%d, 1ms, %d) = %d: less than an interval away", c.now, c.phase, got)
+		}
 	}
 }
 

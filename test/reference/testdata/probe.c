@@ -5,9 +5,12 @@
  * (clock_nanosleep TIMER_ABSTIME, SCHED_OTHER, the default timer slack) and
  * records how late it woke, in µs, for the deadlines in [warmup,
  * warmup+window) after it starts; deadlines already passed are skipped, as
- * the LatencyProbe does. It prints
+ * the LatencyProbe does. With PHASE_NS the deadlines lie on CLOCK_MONOTONIC
+ * multiples of the interval plus PHASE_NS (the LatencyProbe's Task.PhaseNs,
+ * cyclictest's --secaligned), so that tools run side by side do not share
+ * timer interrupts. It prints
  *   wakeups p50_us p99_us max_us
- * usage: probe INTERVAL_NS WARMUP_NS WINDOW_NS
+ * usage: probe INTERVAL_NS WARMUP_NS WINDOW_NS [PHASE_NS]
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -27,13 +30,15 @@ static long long now(void)
 
 int main(int argc, char **argv)
 {
-	if (argc != 4) {
-		fprintf(stderr, "usage: probe INTERVAL_NS WARMUP_NS WINDOW_NS\n");
+	if (argc != 4 && argc != 5) {
+		fprintf(stderr, "usage: probe INTERVAL_NS WARMUP_NS WINDOW_NS [PHASE_NS]\n");
 		return 2;
 	}
 	long long iv = atoll(argv[1]), t0 = now();
 	long long from = t0 + atoll(argv[2]), to = from + atoll(argv[3]);
 	long long d = t0 + iv, n = 0;
+	if (argc == 5)
+		d = (d / iv + 1) * iv + atoll(argv[4]);
 	while (d < to) {
 		struct timespec ts = {d / 1000000000LL, d % 1000000000LL};
 		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL))
