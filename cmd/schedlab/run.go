@@ -137,7 +137,15 @@ func run(ctx context.Context, stdout, stderr io.Writer, f *runFlags, args []stri
 					us(q[0]), us(q[1]), us(q[2]), us(q[3]), us(q[4]), us(q[5]), us(q[6]))
 			}
 		}
-		shape, popts = experiment.WithNodeCalibration(shape, st.Calibration, popts)
+		var cpus int32
+		if caps != nil {
+			cpus = caps.CPUs
+		}
+		cal := experiment.WithWindowNoise(st.Calibration, st.Windows, cpus)
+		if cal != nil {
+			fmt.Fprintf(stderr, "predictions count %.1f%% of the CPUs as taken by other processes (the windows' mean)\n", 100*cal.BackgroundLoad)
+		}
+		shape, popts = experiment.WithNodeCalibration(shape, cal, popts)
 		preds, perr = experiment.Predict(spec, []v1alpha1.NodeShape{shape}, popts)
 	}
 	if perr != nil {

@@ -43,9 +43,16 @@ func (a Analyzer) Analyze(ctx context.Context, in controllers.AnalyzeInput) (*co
 	// predicted with their constants (the median over the shape's nodes;
 	// the rows aggregate the nodes anyway), the others with the
 	// simulator's defaults.
+	// The CPU other processes took in a node's windows is its background
+	// load (experiment.WithWindowNoise).
 	cals := map[string][]*v1alpha1.NodeCalibration{}
 	for i := range runs {
-		if c := runs[i].Status.Calibration; c != nil {
+		st := &runs[i].Status
+		var cpus int32
+		if st.Capabilities != nil {
+			cpus = st.Capabilities.CPUs
+		}
+		if c := experiment.WithWindowNoise(st.Calibration, st.Windows, cpus); c != nil {
 			name := nodeShapes[runs[i].Spec.NodeName]
 			if name == "" {
 				name = nodeShape(&runs[i], shapes)

@@ -64,3 +64,51 @@ func TestWithNodeCalibration(t *testing.T) {
 		t.Errorf("no window: shape %+v options %+v, want them unchanged", s2, o2)
 	}
 }
+
+// The CPU other processes took in a node's windows becomes the background
+// load of its prediction: hogs that fill the node are predicted to get the
+// rest, as they were measured to.
+func TestWithWindowNoise(t *testing.T) {
+	ws := []v1alpha1.WindowResult{
+		{Variant: "a", NoiseCPU: 0.04, Groups: []v1alpha1.GroupMeasurement{{Name: "hogs"}}},
+		{Variant: "a", NoiseCPU: 0.08, Groups: []v1alpha1.GroupMeasurement{{Name: "hogs"}}},
+		{Variant: "b", NoiseCPU: 1.5, Unsupported: "no autogroup"},
+	}
+	c := WithWindowNoise(nil, ws, 2)
+	if c == nil || math.Abs(c.BackgroundLoad-0.03) > 1e-9 {
+		t.Fatalf("no window: %+v, want background load 0.06/2 = 0.03", c)
+	}
+	cal := &v1alpha1.NodeCalibration{Constants: v1alpha1.NodeConstants{TimerExpiryNs: 40_000}, BackgroundLoad: 0.05}
+	if c := WithWindowNoise(cal, ws, 2); c.BackgroundLoad != 0.05 || c.Constants.TimerExpiryNs != 40_000 {
+		t.Errorf("window's background load 0.05 above the windows' 0.03: got %+v, want it kept", c)
+	}
+	if cal.BackgroundLoad != 0.05 {
+		t.Errorf("the calibration passed in was changed")
+	}
+	if c := WithWindowNoise(cal, nil, 2); c != cal {
+		t.Errorf("no windows: want the calibration as it was")
+	}
+	exp := mustParse(t, `
+apiVersion: schedlab.io/v1alpha1
+kind: SchedExperiment
+metadata: {name: hogs}
+spec:
+  mode: Simulate
+  duration: 1s
+  warmup: 100ms
+  variants: [{name: stock}]
+  workload:
+    groups:
+    - {name: hogs, tasks: 4, pattern: {type: Hog}}
+  simulation: {seed: 1, replicas: 1, nodes: [{cpus: 2}]}
+`)
+	shape := exp.Spec.Simulation.Nodes[0]
+	s, o := WithNodeCalibration(shape, WithWindowNoise(nil, ws, 2), PredictOptions{})
+	preds, err := Predict(&exp.Spec, []v1alpha1.NodeShape{s}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := preds[0].Metrics.CPU; math.Abs(got-2*(1-0.03)) > 0.005 {
+		t.Errorf("hogs predicted %.3f CPUs beside 0.06 CPUs of others, want %.3f", got, 2*(1-0.03))
+	}
+}

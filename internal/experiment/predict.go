@@ -518,6 +518,37 @@ func WithNodeCalibration(shape v1alpha1.NodeShape, cal *v1alpha1.NodeCalibration
 	return shape, opts
 }
 
+// WithWindowNoise is cal (nil: a calibration with the default constants)
+// with its background load raised to the share of the node's CPUs that
+// everything but the workload used in the node's measured windows (the
+// mean of their noiseCPU over cpus). That CPU was not the workload's to
+// take: a prediction shown next to these measurements predicts what the
+// workload gets on the node as it was, so the simulator's tasks progress
+// at the rate the others left (Calibration.BackgroundLoad, as IRQ time is
+// left out of rq_clock_task). The calibration window's own background load
+// (interrupts, soft interrupts and steal) is part of the windows' noise, so
+// the larger of the two is kept, not their sum. Windows not run
+// (unsupported) do not count; without windows or CPUs cal is returned as is.
+func WithWindowNoise(cal *v1alpha1.NodeCalibration, windows []v1alpha1.WindowResult, cpus int32) *v1alpha1.NodeCalibration {
+	var sum float64
+	var n int
+	for i := range windows {
+		if windows[i].Unsupported == "" && len(windows[i].Groups) > 0 {
+			sum += max(windows[i].NoiseCPU, 0)
+			n++
+		}
+	}
+	if n == 0 || cpus <= 0 {
+		return cal
+	}
+	out := &v1alpha1.NodeCalibration{}
+	if cal != nil {
+		out = cal.DeepCopy()
+	}
+	out.BackgroundLoad = min(max(out.BackgroundLoad, sum/float64(n)/float64(cpus)), 0.95)
+	return out
+}
+
 // MedianCalibration is the element-wise median of the calibration windows
 // of several nodes of one shape (nil for none): the shape's prediction
 // next to their measurements uses it.
@@ -542,8 +573,24 @@ func MedianCalibration(cals []*v1alpha1.NodeCalibration) *v1alpha1.NodeCalibrati
 		}
 		return xs[len(xs)/2]
 	}
+	// A constant is the median over the nodes that measured it (0 is the
+	// default: a node with only a background load has none).
 	medNs := func(f func(c *v1alpha1.NodeConstants) int64) int64 {
-		return int64(math.Round(med(func(c *v1alpha1.NodeCalibration) float64 { return float64(f(&c.Constants)) })))
+		var xs []float64
+		for _, c := range cs {
+			if v := f(&c.Constants); v != 0 {
+				xs = append(xs, float64(v))
+			}
+		}
+		if len(xs) == 0 {
+			return 0
+		}
+		sort.Float64s(xs)
+		m := xs[len(xs)/2]
+		if n := len(xs); n%2 == 0 {
+			m = (xs[n/2-1] + xs[n/2]) / 2
+		}
+		return int64(math.Round(m))
 	}
 	out := &v1alpha1.NodeCalibration{
 		Constants: v1alpha1.NodeConstants{
