@@ -9,7 +9,8 @@
  * multiples of the interval plus PHASE_NS (the LatencyProbe's Task.PhaseNs,
  * cyclictest's --secaligned), so that tools run side by side do not share
  * timer interrupts. It prints
- *   wakeups p50_us p99_us max_us
+ *   wakeups p50_us p99_us max_us late
+ * where late is the number of wake-ups 250 µs or more late.
  * usage: probe INTERVAL_NS WARMUP_NS WINDOW_NS [PHASE_NS]
  */
 #define _GNU_SOURCE
@@ -51,9 +52,11 @@ int main(int argc, char **argv)
 		for (d += iv; d <= t; d += iv)
 			;
 	}
-	long long c = 0, p50 = -1, p99 = -1, max = 0;
+	long long c = 0, p50 = -1, p99 = -1, max = 0, late = 0;
 	for (long long i = 0; i <= MAX_US; i++) {
 		c += hist[i];
+		if (i >= 250)
+			late += hist[i];
 		if (hist[i])
 			max = i;
 		if (p50 < 0 && 2 * c >= n)
@@ -61,6 +64,6 @@ int main(int argc, char **argv)
 		if (p99 < 0 && 100 * c >= 99 * n)
 			p99 = i;
 	}
-	printf("%lld %lld %lld %lld\n", n, p50, p99, max);
+	printf("%lld %lld %lld %lld %lld\n", n, p50, p99, max, late);
 	return 0;
 }
