@@ -226,6 +226,12 @@ func (s *sim) loadBalance(dst int32, idle, newIdle bool) bool {
 	if s.nCPU == 1 {
 		return false
 	}
+	// balanced is the out_balanced exit of load_balance() (v6.1..v6.18):
+	// the failure count starts again from zero.
+	balanced := func() bool {
+		s.cpus[dst].nrBalanceFailed = 0
+		return false
+	}
 	// update_sd_lb_stats()
 	var total float64
 	busiest := int32(-1)
@@ -251,21 +257,21 @@ func (s *sim) loadBalance(dst int32, idle, newIdle bool) bool {
 		}
 	}
 	if busiest < 0 {
-		return false
+		return balanced()
 	}
 	// find_busiest_group()
 	sdsAvg := total / float64(s.nCPU)
 	if local.typ > bst.typ {
-		return false
+		return balanced()
 	}
 	if local.typ == groupOverloaded {
 		if local.load >= bst.load || local.load >= sdsAvg || 100*bst.load <= imbalancePct*local.load {
-			return false
+			return balanced()
 		}
 	}
 	if bst.typ != groupOverloaded {
 		if !idle || bst.nr <= 1 {
-			return false
+			return balanced()
 		}
 	}
 	// calculate_imbalance()
@@ -276,12 +282,12 @@ func (s *sim) loadBalance(dst int32, idle, newIdle bool) bool {
 		imbalance = float64(max(0, bst.nr-local.nr) >> 1)
 	} else {
 		if local.typ < groupOverloaded && local.load >= bst.load {
-			return false
+			return balanced()
 		}
 		imbalance = min(bst.load-sdsAvg, sdsAvg-local.load)
 	}
 	if imbalance <= 0 {
-		return false
+		return balanced()
 	}
 	// detach_tasks(): walk the busiest CPU's tasks from the least recently
 	// run (the tail of cfs_tasks).

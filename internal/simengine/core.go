@@ -462,6 +462,13 @@ func (s *sim) migrateTask(ti, c int32) {
 		e.vruntime -= s.rqs[e.rq].minV
 		t.vNormalized = true
 	}
+	if !s.eevdf {
+		// migrate_task_rq_fair() (v6.1): "We have migrated, no longer
+		// consider this task hot": se->exec_start = 0, so task_hot() lets
+		// the balancer move it again at once. (v6.3 turned this into
+		// se->migrated; the EEVDF kernels test exec_start only.)
+		e.execStart = -1 << 62
+	}
 	old := t.cpu
 	s.detachTaskLoad(ti)
 	s.cpuPelt(old)
