@@ -182,6 +182,9 @@ func (s *sim) armRunEnd(c int32) {
 	if rem < 0 {
 		rem = 0
 	}
+	if t.kind == patServer && s.eevdf {
+		rem = min(rem, s.clockReadSliceEnd(t.se))
+	}
 	s.setRunEnd(c, s.now+s.unscaleExec(rem))
 }
 

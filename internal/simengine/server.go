@@ -341,6 +341,28 @@ func (s *sim) serviceDone(ti int32) {
 	sv.idle = append(sv.idle, ti)
 }
 
+// clockReadSliceEnd is the CPU time after which running Server worker
+// entity se uses up its EEVDF request. The agent's worker runs its service
+// by reading its thread's CPU clock in a loop (spinCPU), and every
+// clock_gettime(CLOCK_THREAD_CPUTIME_ID) of a running task goes through
+// task_sched_runtime() → update_curr_fair() → update_curr() of the task's
+// own cfs_rq (kernel/sched/core.c, fair.c, v6.6–v6.18): the request's end
+// is seen within microseconds (update_deadline(), then resched_curr() when
+// others are queued, taken on the system call's return), not at the next
+// tick. The run end armed here makes runEnd call updateCurr then; a burst
+// that is not over re-arms for the next request.
+func (s *sim) clockReadSliceEnd(se int32) int64 {
+	e := &s.ents[se]
+	v := e.deadline - e.vruntime
+	if v <= 0 {
+		return 0
+	}
+	if e.weight == nice0Load {
+		return v
+	}
+	return (v*e.weight + nice0Load - 1) / nice0Load
+}
+
 // serverMetrics fills a Server group's request metrics from its replicas.
 // A Server group has no wakeupLatencyUs: the agent's worker records request
 // latency only (its timer wake-ups are not a metric of their own), so the
