@@ -262,7 +262,7 @@ func (r *SchedExperimentReconciler) distinctShapes(s *scope, nodes []string, run
 	count := map[string]int32{}
 	for _, n := range nodes {
 		if sh, ok := r.shapeOf(s, n, runs[n]); ok {
-			k := v1alpha1.ShapeName(sh.CPUs, sh.Scheduler)
+			k := sh.Name()
 			count[k]++
 			c := count[k]
 			sh.Count = &c
@@ -298,7 +298,7 @@ func (r *SchedExperimentReconciler) shapeOf(s *scope, node string, run *v1alpha1
 	return r.Analyzer.ShapeForKernel(cpus, n.Status.NodeInfo.KernelVersion), true
 }
 
-func shapeName(sh v1alpha1.NodeShape) string { return v1alpha1.ShapeName(sh.CPUs, sh.Scheduler) }
+func shapeName(sh v1alpha1.NodeShape) string { return sh.Name() }
 
 // runsByNode maps the current generation's NodeRuns by node.
 func (s *scope) runsByNode() map[string]*v1alpha1.NodeRun {

@@ -7,12 +7,50 @@ import (
 	"strings"
 )
 
-// ShapeName is the name of a node shape, e.g. "8cpu-EEVDF".
+// ShapeName is the name of a flat node shape, e.g. "8cpu-EEVDF"; use
+// NodeShape.Name for a shape that may have a topology.
 func ShapeName(cpus int32, s SchedulerFamily) string {
 	if s == "" {
 		s = SchedulerEEVDF
 	}
 	return fmt.Sprintf("%dcpu-%s", cpus, s)
+}
+
+// Name is the one name of a node shape: "8cpu-EEVDF" for a flat one,
+// "32cpu-EEVDF-2s-2llc-smt2" with a topology (sockets, LLCs per socket,
+// SMT threads per core). Shapes with the same name are simulated alike.
+func (s NodeShape) Name() string {
+	n := ShapeName(s.CPUs, s.Scheduler)
+	if s.Topology.IsFlat() {
+		return n
+	}
+	t := s.Topology
+	return fmt.Sprintf("%s-%ds-%dllc-smt%d", n, t.SocketCount(), t.LLCsPerSocketCount(), t.ThreadsPerCoreCount())
+}
+
+// IsFlat reports a topology of one socket, one LLC and no SMT (nil is flat).
+func (t *NodeTopology) IsFlat() bool {
+	return t == nil || t.SocketCount() == 1 && t.LLCsPerSocketCount() == 1 && t.ThreadsPerCoreCount() == 1
+}
+
+// SocketCount is the sockets, 1 when unset.
+func (t *NodeTopology) SocketCount() int32 { return orOne(t, func(t *NodeTopology) int32 { return t.Sockets }) }
+
+// LLCsPerSocketCount is the LLCs per socket, 1 when unset.
+func (t *NodeTopology) LLCsPerSocketCount() int32 {
+	return orOne(t, func(t *NodeTopology) int32 { return t.LLCsPerSocket })
+}
+
+// ThreadsPerCoreCount is the SMT threads per core, 1 when unset.
+func (t *NodeTopology) ThreadsPerCoreCount() int32 {
+	return orOne(t, func(t *NodeTopology) int32 { return t.ThreadsPerCore })
+}
+
+func orOne(t *NodeTopology, f func(*NodeTopology) int32) int32 {
+	if t == nil || f(t) < 1 {
+		return 1
+	}
+	return f(t)
 }
 
 // TaskCount is the tasks per replica of the group (its default is 1).

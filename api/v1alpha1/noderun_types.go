@@ -86,11 +86,22 @@ type NodeCapabilities struct {
 	// featuresSource says where the features were read from, or why not.
 	// +optional
 	FeaturesSource string `json:"featuresSource,omitempty"`
+	// topology of the online CPUs as sysfs describes it (packages, LLCs,
+	// SMT siblings); unset when it is unknown or not regular, and then the
+	// simulator takes the node as flat.
+	// +optional
+	Topology *NodeTopology `json:"topology,omitempty"`
+	// topologySource says where the topology was read from, what was
+	// assumed, or why it is unset.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	TopologySource string `json:"topologySource,omitempty"`
 }
 
-// Shape is the simulator's view of the node, e.g. "8cpu-EEVDF".
+// Shape names the simulator's view of the node, e.g. "8cpu-EEVDF" (see
+// NodeShape.Name).
 func (c *NodeCapabilities) Shape() string {
-	return ShapeName(c.CPUs, c.Scheduler)
+	return NodeShape{CPUs: c.CPUs, Scheduler: c.Scheduler, Topology: c.Topology}.Name()
 }
 
 // GroupMeasurement is one group's metrics in one window.

@@ -662,6 +662,7 @@ type Simulation struct {
 }
 
 // NodeShape is what the simulator needs to know about a node.
+// +kubebuilder:validation:XValidation:rule="!has(self.topology) || self.cpus % ((has(self.topology.sockets) ? self.topology.sockets : 1) * (has(self.topology.llcsPerSocket) ? self.topology.llcsPerSocket : 1) * (has(self.topology.threadsPerCore) ? self.topology.threadsPerCore : 1)) == 0",message="topology: cpus must be a multiple of sockets × llcsPerSocket × threadsPerCore (every LLC holds the same whole number of cores)"
 type NodeShape struct {
 	// cpus of the node, 1..1024.
 	// +required
@@ -706,6 +707,34 @@ type NodeShape struct {
 	// simulator's defaults. The agent measures them on each node.
 	// +optional
 	Constants *NodeConstants `json:"constants,omitempty"`
+
+	// topology of the node's CPUs: sockets, last-level caches per socket
+	// and SMT threads per core, from which the simulator builds the
+	// kernel's scheduling domains (SMT, MC, PKG, NUMA). Unset means flat:
+	// one socket, one LLC, no SMT. Nodes the agent ran on report theirs.
+	// +optional
+	Topology *NodeTopology `json:"topology,omitempty"`
+}
+
+// NodeTopology is how a node's CPUs share cores, caches and sockets. CPUs
+// are numbered socket by socket, LLC by LLC, core by core, thread by thread.
+type NodeTopology struct {
+	// sockets (packages, each its own NUMA node); unset means 1.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=16
+	Sockets int32 `json:"sockets,omitempty"`
+	// llcsPerSocket is the number of last-level caches in each socket
+	// (e.g. the CCXs of an AMD EPYC); unset means 1.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=64
+	LLCsPerSocket int32 `json:"llcsPerSocket,omitempty"`
+	// threadsPerCore is the SMT width (2 with Hyper-Threading); unset means 1.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=8
+	ThreadsPerCore int32 `json:"threadsPerCore,omitempty"`
 }
 
 // NodeConstants are what a wake-up costs on a node, beside the scheduler's

@@ -131,7 +131,7 @@ func shapeOf(shape string, exp *v1alpha1.SchedExperiment, runs []v1alpha1.NodeRu
 	for _, r := range runs {
 		if c := r.Status.Capabilities; c != nil {
 			s := localShapeFrom(c)
-			if shape == "" || v1alpha1.ShapeName(s.CPUs, s.Scheduler) == shape {
+			if shape == "" || s.Name() == shape {
 				return s, c
 			}
 		}

@@ -11,8 +11,10 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/schedlab/schedlab/api/v1alpha1"
+	"github.com/schedlab/schedlab/api/v1alpha1/validation"
 	"github.com/schedlab/schedlab/internal/simengine"
 )
 
@@ -166,11 +168,27 @@ func ShapeFromCapabilities(c *v1alpha1.NodeCapabilities) v1alpha1.NodeShape {
 		s.HZ = c.HZ
 	}
 	s.Preempt = c.Preempt
+	// The topology the agent read from sysfs, if it is regular and agrees
+	// with the CPU count; a node whose topology is unknown stays flat.
+	if c.Topology != nil && !c.Topology.IsFlat() && len(validation.ValidateTopology(c.Topology, c.CPUs, field.NewPath("topology"))) == 0 {
+		t := *c.Topology
+		s.Topology = &t
+	}
 	return s
 }
 
-// ShapeName names a shape, e.g. "8cpu-EEVDF".
-func ShapeName(n v1alpha1.NodeShape) string { return v1alpha1.ShapeName(n.CPUs, n.Scheduler) }
+// ShapeName names a shape, e.g. "8cpu-EEVDF" or "32cpu-EEVDF-2s-2llc-smt2"
+// (NodeShape.Name).
+func ShapeName(n v1alpha1.NodeShape) string { return n.Name() }
+
+// SimTopology is the simulator's topology of a shape: zero (flat) when the
+// shape has none or a flat one.
+func SimTopology(t *v1alpha1.NodeTopology) simengine.Topology {
+	if t.IsFlat() {
+		return simengine.Topology{}
+	}
+	return simengine.Topology{Sockets: int(t.SocketCount()), LLCsPerSocket: int(t.LLCsPerSocketCount()), ThreadsPerCore: int(t.ThreadsPerCoreCount())}
+}
 
 // SimInput translates one variant of a (defaulted, valid) spec on one node
 // shape into the simulator's input.
@@ -190,6 +208,7 @@ func SimInput(spec *v1alpha1.SchedExperimentSpec, variant int, shape v1alpha1.No
 			HZ:             int(shape.HZ),
 			Preempt:        string(shape.Preempt),
 			TunableScaling: string(shape.TunableScaling),
+			Topology:       SimTopology(shape.Topology),
 		},
 		Knobs: simengine.Knobs{
 			BaseSliceNs:         durNs(k.BaseSlice),

@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -154,5 +155,37 @@ func TestShapeFromCapabilities(t *testing.T) {
 	got = ShapeFromCapabilities(&v1alpha1.NodeCapabilities{CPUs: 2, KernelVersion: "6.18.44", HZ: 123})
 	if got.Scheduler != v1alpha1.SchedulerEEVDF || got.HZ != 0 || ShapeName(got) != "2cpu-EEVDF" {
 		t.Errorf("6.18 node with HZ 123: %+v (%s), want EEVDF, HZ unset, 2cpu-EEVDF", got, ShapeName(got))
+	}
+}
+
+// The topology an agent read from sysfs reaches the shape, its name and
+// the simulator's input; an irregular or flat one leaves the shape flat.
+func TestShapeFromCapabilitiesTopology(t *testing.T) {
+	caps := &v1alpha1.NodeCapabilities{CPUs: 32, KernelVersion: "6.12.0", Topology: &v1alpha1.NodeTopology{Sockets: 2, LLCsPerSocket: 2, ThreadsPerCore: 2}}
+	sh := ShapeFromCapabilities(caps)
+	if sh.Topology == nil || *sh.Topology != *caps.Topology || ShapeName(sh) != "32cpu-EEVDF-2s-2llc-smt2" {
+		t.Fatalf("32-CPU 2×2×2 node: shape %+v named %s, want its topology and 32cpu-EEVDF-2s-2llc-smt2", sh, ShapeName(sh))
+	}
+	spec := &v1alpha1.SchedExperimentSpec{Duration: metav1.Duration{Duration: time.Second}, Variants: []v1alpha1.Variant{{Name: "v"}},
+		Workload: v1alpha1.Workload{Groups: []v1alpha1.Group{{Name: "g", Pattern: &v1alpha1.Pattern{Type: v1alpha1.PatternHog}}}}}
+	in, err := SimInput(spec, 0, sh, PredictOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.Node.Topology != (simengine.Topology{Sockets: 2, LLCsPerSocket: 2, ThreadsPerCore: 2}) {
+		t.Fatalf("simulator topology %+v, want 2×2×2", in.Node.Topology)
+	}
+	for _, c := range []*v1alpha1.NodeCapabilities{
+		{CPUs: 12, KernelVersion: "6.12.0", Topology: &v1alpha1.NodeTopology{Sockets: 2, LLCsPerSocket: 2, ThreadsPerCore: 2}},
+		{CPUs: 8, KernelVersion: "6.12.0", Topology: &v1alpha1.NodeTopology{Sockets: 1, LLCsPerSocket: 1, ThreadsPerCore: 1}},
+		{CPUs: 8, KernelVersion: "6.12.0"},
+	} {
+		sh := ShapeFromCapabilities(c)
+		if sh.Topology != nil || ShapeName(sh) != fmt.Sprintf("%dcpu-EEVDF", c.CPUs) {
+			t.Errorf("caps %+v: shape topology %+v named %s, want flat", c, sh.Topology, ShapeName(sh))
+		}
+		if in, _ := SimInput(spec, 0, sh, PredictOptions{}); !in.Node.Topology.IsZero() {
+			t.Errorf("caps %+v: simulator topology %+v, want zero (the flat model)", c, in.Node.Topology)
+		}
 	}
 }

@@ -33,6 +33,8 @@ type NodeReport struct {
 	Scheduler string `json:"scheduler"`
 	HZ        int32  `json:"hz,omitempty"`
 	Preempt   string `json:"preempt,omitempty"`
+	// Topology is the shape's CPU topology; absent when flat.
+	Topology *v1alpha1.NodeTopology `json:"topology,omitempty"`
 }
 
 // VariantReport is one variant on one node shape.
@@ -53,7 +55,11 @@ type GroupReport struct {
 }
 
 func nodeReport(n v1alpha1.NodeShape) NodeReport {
-	return NodeReport{CPUs: n.CPUs, Scheduler: orDefault(string(n.Scheduler), "EEVDF"), HZ: n.HZ, Preempt: string(n.Preempt)}
+	r := NodeReport{CPUs: n.CPUs, Scheduler: orDefault(string(n.Scheduler), "EEVDF"), HZ: n.HZ, Preempt: string(n.Preempt)}
+	if !n.Topology.IsFlat() {
+		r.Topology = n.Topology.DeepCopy()
+	}
+	return r
 }
 
 // SimulationReport lays predictions out variant by variant, shape by shape.

@@ -320,13 +320,13 @@ func fleetAnswer(spec *v1alpha1.SchedExperimentSpec, axes []SweepAxis, shapes []
 }
 
 // GroupShapes merges identical node shapes (same CPUs, scheduler, HZ,
-// preemption and scaling), summing their counts, in order of first
+// preemption, scaling and topology), summing their counts, in order of first
 // appearance: the fleet of a cluster's selected nodes, one shape per node.
 func GroupShapes(nodes []v1alpha1.NodeShape) []v1alpha1.NodeShape {
 	var out []v1alpha1.NodeShape
 	idx := map[string]int{}
 	for _, n := range nodes {
-		key := fmt.Sprintf("%d/%s/%d/%s/%s", n.CPUs, orDefault(string(n.Scheduler), "EEVDF"), n.HZ, n.Preempt, n.TunableScaling)
+		key := fmt.Sprintf("%s/%d/%s/%s", n.Name(), n.HZ, n.Preempt, n.TunableScaling)
 		c := int32(shapeCount(n))
 		if i, ok := idx[key]; ok {
 			sum := *out[i].Count + c

@@ -40,7 +40,26 @@ type Node struct {
 	// Calibration holds overheads fitted from measurements across a fleet,
 	// added to the constants; zero by default.
 	Calibration Calibration `json:"calibration,omitempty"`
+	// Topology is how the CPUs share cores, LLCs and sockets; the zero
+	// value is the flat machine (one LLC, no SMT) with the simulator's
+	// original single-domain placement and balancing. Any other value
+	// builds the kernel's sched domains (see topology.go).
+	Topology Topology `json:"topology,omitempty"`
 }
+
+// Topology is a symmetric CPU topology: Sockets packages (one NUMA node
+// each), LLCsPerSocket last-level caches per package, ThreadsPerCore SMT
+// siblings per core; CPUs must be a multiple of their product. CPUs are
+// numbered socket by socket, LLC by LLC, core by core, thread by thread.
+// 0 means 1 for each.
+type Topology struct {
+	Sockets        int `json:"sockets,omitempty"`
+	LLCsPerSocket  int `json:"llcsPerSocket,omitempty"`
+	ThreadsPerCore int `json:"threadsPerCore,omitempty"`
+}
+
+// IsZero reports the unset topology: the flat machine.
+func (t Topology) IsZero() bool { return t == Topology{} }
 
 // Constants are what a wake-up costs on the node, beyond the scheduler's
 // decisions. Each is physics of the wake-up path, not a fit: a timer sleep

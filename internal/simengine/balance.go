@@ -6,9 +6,11 @@ import (
 )
 
 // This file holds SMP placement and load balancing (kernel/sched/fair.c,
-// v6.1..v6.12). The simulated machine has one flat scheduling domain (one
-// LLC, an MC-level domain) whose groups are single CPUs: imbalance_pct 117,
-// cache_nice_tries 1, balance interval = number of CPUs in ms, ×16 when busy.
+// v6.1..v6.12) of the flat machine (Node.Topology unset): one scheduling
+// domain (one LLC, an MC-level domain) whose groups are single CPUs:
+// imbalance_pct 117, cache_nice_tries 1, balance interval = number of CPUs
+// in ms, ×16 when busy. A node with a topology takes the per-level paths of
+// topology.go from the hooks below.
 
 // findIdlestCPUFork is find_idlest_cpu() for the burst of forks at time 0
 // (every forked task is runnable at its fork): an idle CPU (none forked onto
@@ -18,6 +20,9 @@ import (
 // already present does not add load, so a large group's extra tasks pile
 // onto one CPU, as on a kernel without calc_group_shares.
 func (s *sim) findIdlestCPUFork() int32 {
+	if s.topo != nil {
+		return s.findIdlestCPUForkTopo()
+	}
 	for c := int32(0); c < s.nCPU; c++ {
 		if s.cpus[c].forkCount == 0 {
 			return c
@@ -71,19 +76,24 @@ func (s *sim) selectTaskRq(ti, this int32, sync bool) int32 {
 	if s.nCPU == 1 {
 		return prev
 	}
+	if s.topo != nil {
+		return s.selectTaskRqTopo(ti, this, sync)
+	}
 	target := prev
 	if this != prev {
-		target = s.wakeAffine(ti, this, prev, sync)
+		target = s.wakeAffine(ti, this, prev, sync, imbalancePct, true)
 	}
 	return s.selectIdleSibling(ti, prev, target)
 }
 
-// wakeAffine is wake_affine() with wake_affine_idle() and wake_affine_weight().
-func (s *sim) wakeAffine(ti, this, prev int32, sync bool) int32 {
+// wakeAffine is wake_affine() with wake_affine_idle() and
+// wake_affine_weight() (v6.12) in a domain of imbalance_pct pct; shareCache
+// is cpus_share_cache(this, prev).
+func (s *sim) wakeAffine(ti, this, prev int32, sync bool, pct int64, shareCache bool) int32 {
 	target := int32(-1)
 	if s.feat.waIdle {
 		switch {
-		case s.cpuIdle(this):
+		case s.cpuIdle(this) && shareCache:
 			if s.cpuIdle(prev) {
 				target = prev
 			} else {
@@ -111,7 +121,7 @@ func (s *sim) wakeAffine(ti, this, prev int32, sync bool) int32 {
 			prevEff := s.cpuLoad(prev) - tl
 			if s.feat.waBias {
 				thisEff *= 100
-				prevEff *= 100 + (imbalancePct-100)/2
+				prevEff *= float64(100 + (pct-100)/2)
 			}
 			if sync {
 				prevEff++
@@ -216,6 +226,9 @@ func (s *sim) newidleBalance(c int32) bool {
 	if s.nCPU == 1 || s.migrationCost < 0 || s.cpus[c].avgIdle < s.migrationCost || !s.overloaded() {
 		return false
 	}
+	if s.topo != nil {
+		return s.newidleBalanceTopo(c)
+	}
 	return s.loadBalance(c, true, true)
 }
 
@@ -312,7 +325,7 @@ func (s *sim) loadBalance(dst int32, idle, newIdle bool) bool {
 		if idle && s.rqs[s.cpus[busiest].root].hNr <= 1 {
 			break
 		}
-		if !s.canMigrateTask(ti, dst, failed) {
+		if !s.canMigrateTask(ti, dst, failed, cacheNiceTries) {
 			continue
 		}
 		if migrateTask {
@@ -345,8 +358,9 @@ func (s *sim) loadBalance(dst int32, idle, newIdle bool) bool {
 }
 
 // canMigrateTask is can_migrate_task(): not running, not in a throttled
-// hierarchy on either side, and not cache hot unless balancing keeps failing.
-func (s *sim) canMigrateTask(ti, dst int32, failed int) bool {
+// hierarchy on either side, and not cache hot unless balancing failed more
+// than the domain's cache_nice_tries times.
+func (s *sim) canMigrateTask(ti, dst int32, failed, cacheNiceTries int) bool {
 	t := &s.tasks[ti]
 	if t.running || s.ents[t.se].delayed {
 		return false

@@ -44,6 +44,9 @@ func (s *sim) schedule(c int32) {
 			}
 			cpu.idleStamp = s.now
 			s.setIdle(c, s.cpuIdle(c))
+			if s.topo != nil {
+				s.updateIdleCore(c)
+			}
 			if s.trace != nil && prev >= 0 {
 				s.trace("cpu%d idle", c)
 			}
@@ -285,15 +288,25 @@ func (s *sim) tick() {
 		}
 		s.taskTickFair(c)
 		if cpu.nextBalance <= s.now {
+			if s.topo != nil {
+				s.rebalanceDomains(c, cpuNotIdle) // per level: topology.go
+				continue
+			}
 			// rebalance_domains(): busy CPUs balance busy_factor times less often.
 			s.loadBalance(c, false, false)
 			cpu.nextBalance = s.now + s.balanceIntervalNs*busyFactor
 		}
 	}
-	if anyIdleDue && s.nCPU > 1 && s.overloaded() {
+	if anyIdleDue && s.nCPU > 1 && (s.topo == nil && s.overloaded() || s.topo != nil && s.nohzKickTopo()) {
 		for c := int32(0); c < s.nCPU; c++ {
 			cpu := &s.cpus[c]
 			if cpu.curr < 0 && cpu.ttwuPending == 0 && cpu.nextBalance <= s.now {
+				if s.topo != nil {
+					if s.rebalanceDomains(c, cpuIdleBal); s.rqs[cpu.root].hNr > 0 {
+						s.reschedCurr(c, false)
+					}
+					continue
+				}
 				if s.loadBalance(c, true, false) {
 					s.reschedCurr(c, false)
 				}
@@ -403,7 +416,9 @@ func (s *sim) tryToWakeUp(ti, wakerCPU int32, sync bool, reason int64) {
 	// (!cpu_rq(cpu)->nr_running): an IPI, and the idle CPU enqueues the task
 	// itself (sched_ttwu_pending()). Onto the waker's own CPU, or a busy
 	// one, the waker enqueues it at once under that CPU's lock.
-	if s.wakeNs > 0 && c != wakerCPU && !t.running && s.rqIdle(c) {
+	// Across LLCs (a node with a topology) every remote wake-up takes the
+	// wake list (!cpus_share_cache()).
+	if s.wakeNs > 0 && c != wakerCPU && !t.running && (s.rqIdle(c) || s.topo != nil && !s.topo.sharesCache(c, wakerCPU)) {
 		t.state = tsWaking
 		t.waitReason = reason
 		t.pendingSync = sync

@@ -285,6 +285,7 @@ type sim struct {
 	scratch  []int32
 	pt       *peltTables
 	trace    func(format string, a ...any)
+	topo     *topology // sched domains; nil on the flat machine (topology.go)
 }
 
 // Run simulates in and returns the metrics. It validates the input first;
@@ -378,6 +379,13 @@ func newSim(in *Input) (*sim, error) {
 		}
 	}
 	s.build()
+	if !n.Topology.IsZero() && n.CPUs > 1 {
+		s.buildTopology(n.Topology, int64(hz))
+		s.initTaskTopology()
+		for c := range s.cpus {
+			s.cpus[c].nextBalance = 0 // set per level by the first rebalanceDomains()
+		}
+	}
 	return s, nil
 }
 

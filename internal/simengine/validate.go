@@ -128,6 +128,9 @@ func validate(in *Input) error {
 	if n.CPUs < 1 || n.CPUs > maxCPUs {
 		return fmt.Errorf("node.cpus is %d; set it between 1 and %d", n.CPUs, maxCPUs)
 	}
+	if err := validateTopology(n.Topology, n.CPUs); err != nil {
+		return err
+	}
 	switch n.Scheduler {
 	case "", EEVDF, CFS:
 	default:

@@ -414,6 +414,7 @@ func (v *validator) simulation(s *v1alpha1.Simulation, f *field.Path) {
 		if n.Count != nil {
 			v.intIn(nf.Child("count"), int64(*n.Count), 1, 100000)
 		}
+		v.errs = append(v.errs, ValidateTopology(n.Topology, n.CPUs, nf.Child("topology"))...)
 	}
 	v.features(f.Child("features"), s.Features, 16)
 }
@@ -425,4 +426,34 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// TopologyMessage is the refusal of a topology that does not divide the
+// CPUs, in the words of the CRD's CEL rule on NodeShape.
+const TopologyMessage = "topology: cpus must be a multiple of sockets × llcsPerSocket × threadsPerCore (every LLC holds the same whole number of cores)"
+
+// ValidateTopology checks a node shape's topology against its CPUs: each
+// count within the schema's bounds (0 means unset, i.e. 1) and cpus a
+// multiple of sockets × llcsPerSocket × threadsPerCore, so every LLC holds
+// the same whole number of cores. A nil topology is flat and valid.
+func ValidateTopology(t *v1alpha1.NodeTopology, cpus int32, f *field.Path) field.ErrorList {
+	if t == nil {
+		return nil
+	}
+	v := &validator{}
+	for _, c := range []struct {
+		name   string
+		n, max int32
+	}{{"sockets", t.Sockets, 16}, {"llcsPerSocket", t.LLCsPerSocket, 64}, {"threadsPerCore", t.ThreadsPerCore, 8}} {
+		if c.n != 0 {
+			v.intIn(f.Child(c.name), int64(c.n), 1, int64(c.max))
+		}
+	}
+	if len(v.errs) > 0 {
+		return v.errs
+	}
+	if per := int64(t.SocketCount()) * int64(t.LLCsPerSocketCount()) * int64(t.ThreadsPerCoreCount()); cpus > 0 && int64(cpus)%per != 0 {
+		v.addf(f, "%s", TopologyMessage)
+	}
+	return v.errs
 }
