@@ -112,6 +112,9 @@ type Constants struct {
 // QuantileLevels are the levels of the Constants' quantile lists.
 var QuantileLevels = [...]float64{0.05, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99}
 
+// QuantileMedian is the index of the median in QuantileLevels.
+const QuantileMedian = 2
+
 // NoCost is the Constants value that means a real zero, since 0 means the default.
 const NoCost int64 = -1
 
@@ -164,8 +167,8 @@ func (c Constants) resolve() Constants {
 	}
 	q := func(v int64, l []int64, def int64, defL []int64) (int64, []int64) {
 		switch {
-		case len(l) > 0:
-			return l[len(l)/2], l
+		case len(l) > QuantileMedian:
+			return l[QuantileMedian], l
 		case v == 0:
 			return def, defL
 		case v < 0:

@@ -105,7 +105,8 @@ func TestLatencyFloorDistribution(t *testing.T) {
 	near(t, "p90", l.P90, 82, 82*0.05)
 	near(t, "p99", l.P99, 195, 195*0.08)
 	// Beyond 100 µs: the sum is 82 at 0.9 and 103 at 0.95, so the level
-	// where it crosses 100 is 0.9 + 0.05*18/21 = 0.943.
+	// where it crosses 100 is about 0.9 + 0.05*18/21 = 0.943 (each term is
+	// interpolated geometrically, their sum nearly linearly here).
 	near(t, "over 100 µs", l.Over100us, 1-0.943, 0.01)
 	// A term set by its scalar alone is a fixed cost (TestLatencyFloorIdle);
 	// the defaults are spread.

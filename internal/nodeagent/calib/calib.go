@@ -22,7 +22,8 @@ import (
 
 // Options size the window.
 type Options struct {
-	// Sleeps per timer measurement (1 ms each); 0 means 200.
+	// Sleeps per timer measurement (1 ms each); 0 means 500 (the 99 %
+	// quantile of the timer path is then the fifth latest of them).
 	Sleeps int
 	// Messages per pipe measurement; 0 means 2000.
 	Messages int
@@ -30,7 +31,7 @@ type Options struct {
 
 func (o Options) withDefaults() Options {
 	if o.Sleeps <= 0 {
-		o.Sleeps = 200
+		o.Sleeps = 500
 	}
 	if o.Messages <= 0 {
 		o.Messages = 2000
@@ -67,7 +68,10 @@ type Raw struct {
 
 	// The same four paths' quantiles at simengine.QuantileLevels (nil
 	// when not measured).
+	// BusyTimerQ is of the quiet sleeps (see timerLateness), BusyQuiet
+	// their fraction.
 	IdleTimerQ, BusyTimerQ, LocalWakeQ, RemoteWakeQ []int64
+	BusyQuiet                                       float64
 }
 
 // Constants derives the simulator's node constants from the raw

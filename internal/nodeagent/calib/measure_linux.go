@@ -42,11 +42,11 @@ func MeasureRaw(ctx context.Context, opts Options) (Raw, float64, error) {
 	last := cpus[len(cpus)-1]
 	steps := []func() error{
 		func() (err error) {
-			r.IdleTimerLate, r.IdleTimerQ, r.TimerCPU, err = timerLateness(last, o.Sleeps, false)
+			r.IdleTimerLate, r.IdleTimerQ, r.TimerCPU, _, err = timerLateness(last, o.Sleeps, false)
 			return err
 		},
 		func() (err error) {
-			r.BusyTimerLate, r.BusyTimerQ, _, err = timerLateness(last, o.Sleeps, true)
+			r.BusyTimerLate, r.BusyTimerQ, _, r.BusyQuiet, err = timerLateness(last, o.Sleeps, true)
 			return err
 		},
 		func() (err error) {
@@ -149,18 +149,19 @@ func threadCPU() int64 {
 	return ts.Nano()
 }
 
-// spinner runs a SCHED_IDLE thread spinning on cpu until stop is closed.
-func spinner(cpu int, stop <-chan struct{}, ready chan<- error) {
+// spinner runs a SCHED_IDLE thread spinning on cpu until stop is closed;
+// it sends its thread id, or an error, on ready.
+func spinner(cpu int, stop <-chan struct{}, ready chan<- spinReady) {
 	if err := pin(cpu); err != nil {
-		ready <- err
+		ready <- spinReady{err: err}
 		return
 	}
 	attr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_IDLE}
 	if err := unix.SchedSetAttr(0, &attr, 0); err != nil {
-		ready <- fmt.Errorf("sched_setattr(SCHED_IDLE): %w", err)
+		ready <- spinReady{err: fmt.Errorf("sched_setattr(SCHED_IDLE): %w", err)}
 		return
 	}
-	ready <- nil
+	ready <- spinReady{tid: unix.Gettid()}
 	var x uint64
 	for {
 		select {
@@ -179,23 +180,56 @@ func spinner(cpu int, stop <-chan struct{}, ready chan<- error) {
 
 var sinkSpin uint64
 
+type spinReady struct {
+	tid int
+	err error
+}
+
+// threadCPUOf is the CPU time of thread tid of this process, through its
+// CPU clock (MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED) in
+// include/linux/posix-timers.h); -1 if it cannot be read.
+func threadCPUOf(tid int) int64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(int32((^tid)<<3|6), &ts); err != nil {
+		return -1
+	}
+	return ts.Nano()
+}
+
+// quietGapNs is how much of a busy-CPU sleep may go to neither the sleeper
+// nor its spinner (interrupts, the switches) for the sample to count as
+// one the CPU's two threads had to themselves.
+const quietGapNs = 50_000
+
 // timerLateness sleeps n times for 1 ms to an absolute deadline on cpu and
-// returns the median lateness, its quantiles and the mean thread CPU time per sleep. With
-// busy, a SCHED_IDLE thread spins on the same CPU meanwhile.
-func timerLateness(cpu, n int, busy bool) (late int64, q []int64, cpuPer int64, err error) {
+// returns the median lateness, its quantiles and the mean thread CPU time
+// per sleep. With busy, a SCHED_IDLE thread spins on the same CPU
+// meanwhile, and the quantiles are those of the quiet sleeps: the ones
+// during which the CPU's time went to the spinner and the sleeper but for
+// quietGapNs. The window's CPU is not reserved, and other processes run on
+// it more while no workload does than beside one: a woken thread then
+// waits for their kernel paths to end (with preemption None, until they
+// reach a preemption point), which is their load, not the node's wake-up
+// path. With fewer than a fifth of the sleeps quiet, all of them count. quiet
+// is the fraction of quiet sleeps (1 without busy).
+func timerLateness(cpu, n int, busy bool) (late int64, q []int64, cpuPer int64, quiet float64, err error) {
+	spinTid := -1
 	if busy {
 		stop := make(chan struct{})
-		ready := make(chan error, 1)
+		ready := make(chan spinReady, 1)
 		go spinner(cpu, stop, ready)
-		if err := <-ready; err != nil {
+		r := <-ready
+		if r.err != nil {
 			close(stop)
-			return 0, nil, 0, err
+			return 0, nil, 0, 0, r.err
 		}
+		spinTid = r.tid
 		defer close(stop)
 	}
 	type out struct {
 		late, cpu int64
 		q         []int64
+		quiet     float64
 		err       error
 	}
 	res := make(chan out, 1)
@@ -207,21 +241,45 @@ func timerLateness(cpu, n int, busy bool) (late int64, q []int64, cpuPer int64, 
 			return
 		}
 		lates := make([]int64, 0, n)
+		quietLates := make([]int64, 0, n)
 		// One sleep first, so the measured ones start from a sleep.
 		deadline := now() + 1_000_000
 		sleepUntil(deadline)
 		c0 := threadCPU()
 		for i := 0; i < n; i++ {
-			deadline = now() + 1_000_000
+			var s0, own0 int64
+			if spinTid >= 0 {
+				s0, own0 = threadCPUOf(spinTid), threadCPU()
+			}
+			w0 := now()
+			deadline = w0 + 1_000_000
 			sleepUntil(deadline)
-			lates = append(lates, now()-deadline)
+			w1 := now()
+			l := w1 - deadline
+			lates = append(lates, l)
+			if spinTid >= 0 {
+				s1, own1 := threadCPUOf(spinTid), threadCPU()
+				if s0 >= 0 && s1 >= 0 && (w1-w0)-(s1-s0)-(own1-own0) <= quietGapNs {
+					quietLates = append(quietLates, l)
+				}
+			}
 		}
 		cpu := (threadCPU() - c0) / int64(n)
-		q := quantiles(lates)
-		res <- out{late: median(lates), q: q, cpu: cpu}
+		o := out{cpu: cpu, quiet: 1}
+		if spinTid >= 0 {
+			o.quiet = float64(len(quietLates)) / float64(n)
+			if len(quietLates) >= n/5 {
+				o.q = quantiles(quietLates)
+			}
+		}
+		if o.q == nil {
+			o.q = quantiles(lates)
+		}
+		o.late = median(lates)
+		res <- o
 	}()
 	o := <-res
-	return o.late, o.q, o.cpu, o.err
+	return o.late, o.q, o.cpu, o.quiet, o.err
 }
 
 func sleepUntil(deadline int64) {
