@@ -395,7 +395,7 @@ func (s *sim) tryToWakeUp(ti, wakerCPU int32, sync bool, reason int64) {
 		if s.trace != nil {
 			s.trace("wake delayed task%d on cpu%d", ti, t.cpu)
 		}
-		if t.running || (sync && t.cpu == wakerCPU) {
+		if t.running {
 			return
 		}
 		s.checkPreemptCurr(t.cpu, ti, wakerCPU)
@@ -461,10 +461,9 @@ func (s *sim) ttwuActivate(ti, wakerCPU int32, sync bool, reason int64) {
 	if s.trace != nil {
 		s.trace("wake task%d on cpu%d", ti, c)
 	}
-	if sync && c == wakerCPU {
-		// WF_SYNC: the waker is about to block; it reschedules itself.
-		return
-	}
+	// WF_SYNC only steers the CPU choice (wake_affine()); the wake-up
+	// preemption check runs for every wake-up (ttwu_do_activate() ->
+	// wakeup_preempt(), v6.1..v6.18).
 	s.checkPreemptCurr(c, ti, wakerCPU)
 }
 

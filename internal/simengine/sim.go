@@ -176,6 +176,9 @@ type task struct {
 	running     bool
 	vNormalized bool // CFS: vruntime is relative (kernel: after migrate/non-sleep dequeue)
 	pendingWake bool
+	// readPending: PingPong, preempted on its way back from write() by
+	// the partner it woke; its read() comes when it runs again.
+	readPending bool
 	floorIdx    uint8 // level of the wake-up path's costs for the current wake-up (drawFloor)
 
 	workEnd     int64 // sumExec at which the current CPU burst completes

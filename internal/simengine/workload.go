@@ -82,13 +82,31 @@ func (s *sim) burstDone(ti int32) {
 		s.blockTask(ti)
 		s.armTimer(ti, next)
 	case patPingPong:
+		if t.readPending {
+			// Back on the CPU after the preemption: the read().
+			t.readPending = false
+			s.blockTask(ti)
+			if t.state == tsQueued {
+				s.armRunEnd(t.cpu)
+			}
+			return
+		}
 		if inWin {
 			t.ops++
 		}
 		t.workEnd = se.sumExec + s.pingRun(t)
 		// write() to the partner's pipe wakes it (WF_SYNC), then read()
-		// blocks until the reply arrives.
+		// blocks until the reply arrives. WF_SYNC does not spare the
+		// waker the wake-up preemption check (ttwu_do_activate() calls
+		// wakeup_preempt() for every wake-up, v6.1..v6.18): when the
+		// partner preempts it, the writer is switched out on its return
+		// from write(), still runnable, and reads when it runs again.
 		s.wakeTask(t.partner, t.cpu, true)
+		if s.cpus[t.cpu].needResched && s.cpus[t.cpu].curr == ti {
+			t.readPending = true
+			t.workEnd = se.sumExec
+			return
+		}
 		s.blockTask(ti)
 		if t.state == tsQueued {
 			// The reply was already there: keep running.
