@@ -123,6 +123,21 @@ func TestGroupMetrics(t *testing.T) {
 	if d := cmp.Diff(want, got, cmpopts.EquateApprox(0.001, 1e-9)); d != "" {
 		t.Errorf("metrics (-want +got):\n%s", d)
 	}
+	// A Server group: offered is the arrivals drawn (admitted or dropped),
+	// throughput the completed requests, per second of the window; request
+	// latency, and no wakeupLatencyUs (the simulator fills none either).
+	sw := &Window{Duration: 2 * time.Second, Tasks: []TaskStats{
+		{Group: "web", Pattern: v1alpha1.PatternServer, CPUNs: 0.3e9, Voluntary: 300, Involuntary: 10, Latency: hist(1e6, 3e6), Ops: 150, Arrivals: 150, Dropped: 4},
+		{Group: "web", Pattern: v1alpha1.PatternServer, CPUNs: 0.3e9, Voluntary: 300, Involuntary: 30, Latency: hist(2e6, 2e6), Ops: 148, Arrivals: 155, Dropped: 0},
+	}}
+	sm := GroupMetrics(sw, "web")
+	if sm.Offered == nil || sm.Throughput == nil || sm.Dropped == nil || sm.RequestLatencyUs == nil {
+		t.Fatalf("Server group metrics: offered %v throughput %v dropped %v requestLatencyUs %v", sm.Offered, sm.Throughput, sm.Dropped, sm.RequestLatencyUs)
+	}
+	if *sm.Offered != 152.5 || *sm.Throughput != 149 || *sm.Dropped != 2 || sm.RequestLatencyUs.Count != 4 || sm.WakeupLatencyUs != nil {
+		t.Errorf("Server group: offered %v/s (want 152.5), throughput %v/s (149), dropped %v/s (2), %d latencies (4), wakeupLatencyUs %v (none)",
+			*sm.Offered, *sm.Throughput, *sm.Dropped, sm.RequestLatencyUs.Count, sm.WakeupLatencyUs)
+	}
 	if g := GroupMetrics(w, "hog"); g.Share != 0 {
 		t.Errorf("GroupMetrics fills share %v; only WindowMetrics can", g.Share)
 	}
