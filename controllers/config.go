@@ -54,6 +54,20 @@ type Config struct {
 	// SimulationTimeout bounds one experiment's analysis; past it the
 	// experiment fails with reason SimulationFailed.
 	SimulationTimeout time.Duration
+	// SweepJobMinJobs: a Simulate experiment's sweep with at least this many
+	// simulator jobs (shapes × variants × points) runs as a Kubernetes
+	// Indexed Job instead of in the manager's pool. 0 takes the default;
+	// negative never uses a Job.
+	SweepJobMinJobs int
+	// SweepJobParallelism is how many shard pods of a sweep's Job run at
+	// once, where the spec does not say (spec.simulation.parallelism).
+	SweepJobParallelism int
+	// SweepJobArgs are extra arguments of the shard command
+	// (`schedlab simulate --shard`), e.g. --duration.
+	SweepJobArgs []string
+	// SimulatorServiceAccount runs a sweep Job's pods; it needs only to
+	// patch ConfigMaps in Namespace.
+	SimulatorServiceAccount string
 	// AllowSessionNiceBelowZero lets session groups, whose tasks run in the
 	// node's root cgroup beside its system services, run at nice below 0.
 	AllowSessionNiceBelowZero bool
@@ -72,6 +86,10 @@ func DefaultConfig() Config {
 		WaitRecheck:          time.Minute,
 		SimulationWorkers:    1,
 		SimulationTimeout:    10 * time.Minute,
+		// About 25 CPU-s of the manager's time at 13 ms per job.
+		SweepJobMinJobs:         2000,
+		SweepJobParallelism:     4,
+		SimulatorServiceAccount: "schedlab-simulator",
 	}
 }
 
@@ -106,6 +124,15 @@ func (c Config) withDefaults() Config {
 	}
 	if c.SimulationTimeout == 0 {
 		c.SimulationTimeout = d.SimulationTimeout
+	}
+	if c.SweepJobMinJobs == 0 {
+		c.SweepJobMinJobs = d.SweepJobMinJobs
+	}
+	if c.SweepJobParallelism == 0 {
+		c.SweepJobParallelism = d.SweepJobParallelism
+	}
+	if c.SimulatorServiceAccount == "" {
+		c.SimulatorServiceAccount = d.SimulatorServiceAccount
 	}
 	return c
 }

@@ -29,6 +29,7 @@ import (
 func (r *SchedExperimentReconciler) phases() []phase {
 	return []phase{
 		{"observe", r.observe},
+		{"clean up sweep jobs", r.cleanupSweepJobs},
 		{"abort stale generation", r.abortStaleGeneration},
 		{"validate", r.validate},
 		{"select nodes", r.selectNodes},
@@ -48,6 +49,7 @@ func (r *SchedExperimentReconciler) phases() []phase {
 func (r *SchedExperimentReconciler) deletionPhases() []phase {
 	return []phase{
 		{"observe", r.observe},
+		{"clean up sweep jobs", r.cleanupSweepJobs},
 		{"drain", r.drainForDeletion},
 		{"release nodes", r.releaseNodes},
 		{"remove finalizer", r.removeFinalizer},
@@ -223,7 +225,34 @@ func (r *SchedExperimentReconciler) simulate(ctx context.Context, s *scope) erro
 	if err != nil {
 		return err
 	}
-	an, err, done := r.analyze(ctx, s, "simulate", AnalyzeInput{Spec: &s.exp.Spec, Shapes: shapes, Calibration: cals})
+	in := AnalyzeInput{Spec: &s.exp.Spec, Shapes: shapes, Calibration: cals}
+	kind := "simulate"
+	var sweep *v1alpha1.SweepStatus
+	plan, byJob := r.sweepJobFor(s, shapes)
+	if byJob {
+		// The sweep runs as an Indexed Job; the pool predicts the rows.
+		var failed string
+		sweep, failed, err = r.sweepByJob(ctx, s, plan, shapes, cals)
+		if err != nil {
+			return err
+		}
+		if failed != "" {
+			s.markFailed(reasonSimulationFailed, failed)
+			s.event(corev1.EventTypeWarning, reasonSimulationFailed, "Simulate", failed)
+			s.stop = true
+			return nil
+		}
+		rows := s.exp.Spec.DeepCopy()
+		rows.Sweep = nil
+		in.Spec, kind = rows, "simulate-rows"
+	}
+	an, err, done := r.analyze(ctx, s, kind, in)
+	if byJob && sweep == nil {
+		s.markSimulating(fmt.Sprintf("sweeping %d variants for %d node shapes in Indexed Job %s/%s (%d shards, %d at once)",
+			len(s.exp.Spec.Variants), len(shapes), r.Config.Namespace, plan.name, plan.shards, plan.parallelism))
+		s.stop = true
+		return nil
+	}
 	if !done {
 		s.markSimulating(fmt.Sprintf("predicting %d variants for %d node shapes", len(s.exp.Spec.Variants), len(shapes)))
 		s.stop = true
@@ -234,6 +263,9 @@ func (r *SchedExperimentReconciler) simulate(ctx context.Context, s *scope) erro
 		s.event(corev1.EventTypeWarning, reasonSimulationFailed, "Simulate", "Predicting failed: "+err.Error())
 		s.stop = true
 		return nil
+	}
+	if byJob {
+		an.Sweep = sweep
 	}
 	s.status.Calibration = cals
 	s.status.Results = an.Results
@@ -459,7 +491,7 @@ func (r *SchedExperimentReconciler) complete(ctx context.Context, s *scope) erro
 	if err != nil {
 		return err
 	}
-	an, err, done := r.analyze(ctx, s, "complete", AnalyzeInput{Spec: &s.exp.Spec, Shapes: shapes, Runs: measured, NodeShapes: nodeShapes, Calibration: cals})
+	an, err, done := r.analyze(ctx, s, measuredKind, AnalyzeInput{Spec: &s.exp.Spec, Shapes: shapes, Runs: measured, NodeShapes: nodeShapes, Calibration: cals})
 	if !done {
 		s.status.CompletionTime = nil
 		s.markRunning(fmt.Sprintf("every node finished; comparing %d NodeRuns with the simulator's predictions", len(measured)))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -80,6 +81,7 @@ func (r *SchedExperimentReconciler) SetupWithManagerAs(ctx context.Context, mgr 
 		For(&v1alpha1.SchedExperiment{}).
 		Owns(&v1alpha1.NodeRun{}).
 		Owns(&appsv1.DaemonSet{}, builder.WithPredicates(inNamespace)).
+		Owns(&batchv1.Job{}, builder.WithPredicates(inNamespace)).
 		Watches(&coordinationv1.Lease{}, handler.EnqueueRequestsFromMapFunc(r.experimentsForLease), builder.WithPredicates(inNamespace, managedLease)).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.experimentsForNode), builder.WithPredicates(nodeChanged)).
 		WatchesRawSource(source.Channel(r.Simulations.Events(), &handler.EnqueueRequestForObject{})).

@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -82,11 +83,11 @@ func (p *SimulationPool) Start(ctx context.Context) error {
 	}
 	p.mu.Unlock()
 	var wg sync.WaitGroup
-	for i := 0; i < p.workers; i++ {
+	for i := 0; i <= p.workers; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			p.work()
+			p.work(i == p.workers)
 		}()
 	}
 	<-ctx.Done()
@@ -107,18 +108,37 @@ func (p *SimulationPool) jobContext(parent context.Context) (context.Context, co
 	return context.WithCancel(parent)
 }
 
-func (p *SimulationPool) work() {
+// measuredKind is the kind of a finished Measure run's analysis.
+const measuredKind = "complete"
+
+// next takes the job a worker runs next: the first measured run's analysis,
+// else (unless measuredOnly) the first job; -1 when there is none.
+func (p *SimulationPool) next(measuredOnly bool) int {
+	for i, j := range p.queue {
+		if j.kind == measuredKind {
+			return i
+		}
+	}
+	if measuredOnly || len(p.queue) == 0 {
+		return -1
+	}
+	return 0
+}
+
+func (p *SimulationPool) work(measuredOnly bool) {
 	for {
 		p.mu.Lock()
-		for len(p.queue) == 0 && p.ctx.Err() == nil {
+		i := p.next(measuredOnly)
+		for i < 0 && p.ctx.Err() == nil {
 			p.cond.Wait()
+			i = p.next(measuredOnly)
 		}
 		if p.ctx.Err() != nil {
 			p.mu.Unlock()
 			return
 		}
-		j := p.queue[0]
-		p.queue = p.queue[1:]
+		j := p.queue[i]
+		p.queue = slices.Delete(p.queue, i, i+1)
 		p.mu.Unlock()
 
 		var an *Analysis
@@ -165,7 +185,7 @@ func (p *SimulationPool) Analyze(exp *v1alpha1.SchedExperiment, kind string, in 
 	}
 	p.jobs[exp.Name] = j
 	p.queue = append(p.queue, j)
-	p.cond.Signal()
+	p.cond.Broadcast() // the measured-only worker may be the one to take it
 	return nil, nil, false
 }
 

@@ -18,6 +18,12 @@ const (
 	AppNameLabel = "app.kubernetes.io/name"
 	// GenerationLabel carries the experiment generation a DaemonSet runs.
 	GenerationLabel = "schedlab.io/generation"
+	// SimulatorAppName is the app.kubernetes.io/name of a sweep's Indexed
+	// Job and its ConfigMaps.
+	SimulatorAppName = "schedlab-simulator"
+	// SweepOfLabel on a sweep's Job and ConfigMaps carries the experiment's
+	// name (as a label value).
+	SweepOfLabel = "schedlab.io/sweep-of"
 	// HolderAnnotation on a node Lease names the experiment that holds it,
 	// for people; the holderIdentity is what the controller compares.
 	HolderAnnotation = "schedlab.io/holder"
@@ -90,6 +96,21 @@ func RestorePod(experiment, node string) string {
 	readable := strings.ReplaceAll("schedlab-restore-"+experiment+"-"+node, ".", "-")
 	return withHash(readable, experiment+"/"+node, maxDNSLabel)
 }
+
+// SweepJob is the name of the Indexed Job that simulates an experiment's
+// sweep. It is kept short enough for the Job's pod names and its job-name
+// label (63), and for the shard ConfigMaps' names (SweepShard).
+func SweepJob(experiment string) string {
+	return Shorten("schedlab-sweep-"+experiment, maxDNSLabel-11)
+}
+
+// SweepInput is the name of the ConfigMap that holds the manifest a sweep
+// Job's pods simulate.
+func SweepInput(job string) string { return job + "-input" }
+
+// SweepShard is the name of the ConfigMap shard i of a sweep Job's pods
+// writes.
+func SweepShard(job string, i int) string { return fmt.Sprintf("%s-%d", job, i) }
 
 // Lease is the name of the Lease that locks node.
 func Lease(node string) string { return Shorten("schedlab-node-"+node, maxDNSSubName) }

@@ -659,6 +659,14 @@ type Simulation struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=32
 	Replicas *int32 `json:"replicas,omitempty"`
+
+	// parallelism of the Indexed Job a large sweep (mode Simulate) runs as:
+	// how many of its shard pods run at once. Default: the manager's
+	// --sweep-job-parallelism.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=64
+	Parallelism *int32 `json:"parallelism,omitempty"`
 }
 
 // NodeShape is what the simulator needs to know about a node.

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -103,6 +104,9 @@ func (f *managerFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.allowedNodeSelector, "allowed-node-selector", "", `label selector every experiment's nodes must match, e.g. "schedlab.io/pool in (lab,bench)"; an experiment whose nodeSelector matches another node is refused ("" allows every node)`)
 	fs.IntVar(&f.cfg.SimulationWorkers, "simulation-workers", d.SimulationWorkers, "analyses (predictions, sweeps, comparisons) run at once, off the reconcile loop")
 	fs.DurationVar(&f.cfg.SimulationTimeout, "simulation-timeout", d.SimulationTimeout, "longest one experiment's analysis may take before it fails with reason SimulationFailed")
+	fs.IntVar(&f.cfg.SweepJobMinJobs, "sweep-job-min-jobs", d.SweepJobMinJobs, "a Simulate sweep with at least this many simulator jobs (shapes × variants × points) runs as an Indexed Job of shard pods instead of in the manager; negative: never")
+	fs.IntVar(&f.cfg.SweepJobParallelism, "sweep-job-parallelism", d.SweepJobParallelism, "shard pods of a sweep's Indexed Job run at once, where spec.simulation.parallelism does not say")
+	fs.StringVar(&f.cfg.SimulatorServiceAccount, "simulator-service-account", d.SimulatorServiceAccount, "service account of a sweep Job's shard pods (patches ConfigMaps in the operator's namespace)")
 	fs.BoolVar(&f.cfg.AllowSessionNiceBelowZero, "allow-session-nice-below-zero", false, "let session groups (tasks in the node's root cgroup) run at nice below 0")
 }
 
@@ -164,6 +168,7 @@ func runManager(f *managerFlags, logCfg *textlogger.Config) error {
 			&appsv1.DaemonSet{}:     {Namespaces: inNamespace},
 			&coordinationv1.Lease{}: {Namespaces: inNamespace},
 			&corev1.ConfigMap{}:     {Namespaces: inNamespace},
+			&batchv1.Job{}:          {Namespaces: inNamespace},
 		}},
 	})
 	if err != nil {

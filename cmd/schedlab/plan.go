@@ -16,8 +16,13 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/config"
 
+	"github.com/schedlab/schedlab/api"
+	"github.com/schedlab/schedlab/api/names"
 	"github.com/schedlab/schedlab/api/v1alpha1"
+	"github.com/schedlab/schedlab/controllers"
 	"github.com/schedlab/schedlab/internal/experiment"
 )
 
@@ -372,7 +377,7 @@ func writePlanReport(dir string, spec *v1alpha1.SchedExperimentSpec, out *PlanOu
 // simulateShard is `schedlab simulate --shard i/n`: one deterministic slice
 // of the sweep's jobs (every n-th, from i), printed as JSON for
 // `schedlab plan --merge`. An Indexed Job runs it as --shard job/n.
-func simulateShard(w io.Writer, m *manifestFlag, args []string, spec string, sf *shapeFlags) error {
+func simulateShard(ctx context.Context, w io.Writer, m *manifestFlag, args []string, spec, toConfigMap string, sf *shapeFlags) error {
 	i, n, err := parseShard(spec)
 	if err != nil {
 		return usageError(nil, err)
@@ -392,12 +397,34 @@ func simulateShard(w io.Writer, m *manifestFlag, args []string, spec string, sf 
 	if err != nil {
 		return err
 	}
+	var ns, job string
+	if toConfigMap != "" {
+		var ok bool
+		ns, job, ok = strings.Cut(toConfigMap, "/")
+		if !ok || ns == "" || job == "" {
+			return usageError(nil, fmt.Errorf("--to-configmap %q: write NAMESPACE/JOB", toConfigMap))
+		}
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	opts := experiment.SweepOptions{PredictOptions: popts, Shard: i, Shards: n}
-	sh, err := experiment.RunSweep(context.Background(), &exp.Spec, shapes, opts)
+	sh, err := experiment.RunSweep(ctx, &exp.Spec, shapes, opts)
 	if err != nil {
 		return err
 	}
 	sh.Experiment = exp.Name
+	if toConfigMap != "" {
+		restCfg, err := config.GetConfig()
+		if err != nil {
+			return fmt.Errorf("finding the cluster: %w", err)
+		}
+		c, err := client.New(restCfg, client.Options{Scheme: api.NewScheme()})
+		if err != nil {
+			return err
+		}
+		return controllers.WriteSweepShard(ctx, c, ns, names.SweepShard(job, i), sh)
+	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(sh)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"runtime"
@@ -23,6 +24,7 @@ func newSimulateCmd() *cobra.Command {
 		m     manifestFlag
 		out   outputFormat
 		shard string
+		toCM  string
 		sf    shapeFlags
 	)
 	cmd := &cobra.Command{
@@ -36,7 +38,10 @@ given by the flags, or this machine's shape.`,
   schedlab simulate -f config/samples/capacity-plan.yaml --shard 0/4 > shard-0.json`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if shard != "" {
-				return simulateShard(cmd.OutOrStdout(), &m, args, shard, &sf)
+				return simulateShard(cmd.Context(), cmd.OutOrStdout(), &m, args, shard, toCM, &sf)
+			}
+			if toCM != "" {
+				return usageError(cmd, errors.New("--to-configmap goes with --shard"))
 			}
 			return simulate(cmd.OutOrStdout(), &m, args, out, &sf)
 		},
@@ -44,6 +49,7 @@ given by the flags, or this machine's shape.`,
 	m.register(cmd)
 	addOutputFlag(cmd, &out)
 	cmd.Flags().StringVar(&shard, "shard", "", "i/n: simulate only shard i (0-based) of n of spec.sweep's grid and print JSON for 'schedlab plan --merge' (job/n: i from JOB_COMPLETION_INDEX)")
+	cmd.Flags().StringVar(&toCM, "to-configmap", "", "NAMESPACE/JOB: with --shard i/n, write the shard into the ConfigMap JOB-i (gzipped JSON) of the cluster this pod runs in, instead of printing it (a sweep's Indexed Job)")
 	sf.register(cmd.Flags())
 	return cmd
 }

@@ -417,6 +417,12 @@ func (v *validator) simulation(s *v1alpha1.Simulation, f *field.Path) {
 		v.errs = append(v.errs, ValidateTopology(n.Topology, n.CPUs, nf.Child("topology"))...)
 	}
 	v.features(f.Child("features"), s.Features, 16)
+	if s.Replicas != nil {
+		v.intIn(f.Child("replicas"), int64(*s.Replicas), 1, 32)
+	}
+	if s.Parallelism != nil {
+		v.intIn(f.Child("parallelism"), int64(*s.Parallelism), 1, 64)
+	}
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -2,6 +2,7 @@ package experiment_test
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/testr"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -81,6 +83,11 @@ type harness struct {
 	kubelet    *kubelet
 	reconciles atomic.Int64
 	mgr        ctrl.Manager
+	opts       harnessOptions
+	// stopMgr stops the running manager and waits until it has.
+	stopMgr func()
+	// managers counts the managers started (restarts + 1).
+	managers int
 }
 
 type harnessOptions struct {
@@ -95,6 +102,9 @@ type harnessOptions struct {
 	Config func(*controllers.Config)
 	// Quiet drops the controller's logs (large tests).
 	Quiet bool
+	// Jobs plays the kubelets for the pods of a sweep's Indexed Job; nil:
+	// no Job's pods run.
+	Jobs *jobRunner
 }
 
 var counter atomic.Int64
@@ -115,6 +125,35 @@ func newHarness(t testing.TB, o harnessOptions) *harness {
 		t.Fatalf("creating namespace: %v", err)
 	}
 
+	h.opts = o
+	if o.Runner != nil || o.Jobs != nil {
+		h.kubelet = &kubelet{h: h, runner: o.Runner, restoreRunner: o.RestoreRunner, jobs: o.Jobs,
+			agents: map[string]context.CancelFunc{}, dead: map[string]bool{}}
+		if h.kubelet.restoreRunner == nil {
+			h.kubelet.restoreRunner = o.Runner
+		}
+		if err := h.kubelet.start(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.startManager()
+	t.Cleanup(func() {
+		h.stopManager()
+		cancel()
+		if h.kubelet != nil {
+			h.kubelet.wg.Wait()
+		}
+	})
+	t.Cleanup(h.cleanup) // runs first: the manager still runs
+	return h
+}
+
+// startManager starts a manager with the test's reconciler (a new one: a
+// restarted manager keeps nothing in memory).
+func (h *harness) startManager() {
+	t, o := h.t, h.opts
+	t.Helper()
+	h.managers++
 	var logger logr.Logger = logr.Discard()
 	if !o.Quiet {
 		logger = testr.NewWithInterface(t, testr.Options{Verbosity: 1})
@@ -130,27 +169,30 @@ func newHarness(t testing.TB, o harnessOptions) *harness {
 			&appsv1.DaemonSet{}:     {Namespaces: inNS},
 			&coordinationv1.Lease{}: {Namespaces: inNS},
 			&corev1.ConfigMap{}:     {Namespaces: inNS},
-			&corev1.Pod{}:           {Namespaces: inNS},
+			&batchv1.Job{}:          {Namespaces: inNS},
 		}},
 	})
 	if err != nil {
 		t.Fatalf("creating manager: %v", err)
 	}
 	h.mgr = mgr
-	cfg := controllers.Config{Namespace: h.ns, AgentImage: "schedlab:test", RestoreTimeout: 5 * time.Minute, DeadlineMargin: time.Minute}
+	cfg := controllers.Config{Namespace: h.ns, AgentImage: "schedlab:test", RestoreTimeout: 5 * time.Minute, DeadlineMargin: time.Minute,
+		SweepJobMinJobs: -1}
 	if o.Config != nil {
 		o.Config(&cfg)
 	}
 	var clk clock.PassiveClock = clock.RealClock{}
 	if o.FakeClock {
-		h.clock = clocktesting.NewFakeClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+		if h.clock == nil {
+			h.clock = clocktesting.NewFakeClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+		}
 		clk = h.clock
 	}
 	m, err := controllers.NewMetrics(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.rec = &controllers.SchedExperimentReconciler{
+	rec := &controllers.SchedExperimentReconciler{
 		Client:   mgr.GetClient(),
 		Recorder: mgr.GetEventRecorder("schedlab-controller"),
 		Clock:    clk,
@@ -158,41 +200,45 @@ func newHarness(t testing.TB, o harnessOptions) *harness {
 		Config:   cfg,
 		Metrics:  m,
 	}
+	h.rec = rec
 	counting := reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 		if !strings.HasPrefix(req.Name, h.prefix) {
 			return reconcile.Result{}, nil // another test's experiment
 		}
 		defer h.reconciles.Add(1) // counted once done: a test may wait for one more
-		return h.rec.Reconcile(ctx, req)
+		return rec.Reconcile(ctx, req)
 	})
-	if err := h.rec.SetupWithManagerAs(ctx, mgr, controller.Options{}, counting); err != nil {
+	mctx, cancel := context.WithCancel(h.ctx)
+	if err := rec.SetupWithManagerAs(mctx, mgr, controller.Options{}, counting); err != nil {
+		cancel()
 		t.Fatalf("setting up the controller: %v", err)
-	}
-	if o.Runner != nil {
-		h.kubelet = &kubelet{h: h, runner: o.Runner, restoreRunner: o.RestoreRunner, agents: map[string]context.CancelFunc{}, dead: map[string]bool{}}
-		if h.kubelet.restoreRunner == nil {
-			h.kubelet.restoreRunner = o.Runner
-		}
-		if err := h.kubelet.start(ctx, mgr); err != nil {
-			t.Fatal(err)
-		}
 	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := mgr.Start(ctx); err != nil {
+		if err := mgr.Start(mctx); err != nil {
 			t.Errorf("manager: %v", err)
 		}
 	}()
-	t.Cleanup(func() {
+	h.stopMgr = func() {
 		cancel()
 		<-done
-		if h.kubelet != nil {
-			h.kubelet.wg.Wait()
-		}
-	})
-	t.Cleanup(h.cleanup) // runs first: the manager still runs
-	return h
+	}
+}
+
+// stopManager stops the manager (a manager killed: it writes nothing more).
+func (h *harness) stopManager() {
+	if h.stopMgr != nil {
+		h.stopMgr()
+		h.stopMgr = nil
+	}
+}
+
+// restartManager stops the manager and starts a new one.
+func (h *harness) restartManager() {
+	h.t.Helper()
+	h.stopManager()
+	h.startManager()
 }
 
 // cleanup force-deletes the test's experiments and waits until they are gone.
@@ -421,6 +467,7 @@ func (h *harness) daemonSet(exp string) (*appsv1.DaemonSet, bool) {
 // agent's context is cancelled, as SIGTERM would.
 type kubelet struct {
 	h      *harness
+	jobs   *jobRunner
 	runner func(experiment, node string) agent.Runner
 	// restoreRunner plays the node for restore-only Pods.
 	restoreRunner func(experiment, node string) agent.Runner
@@ -433,8 +480,31 @@ type kubelet struct {
 	restorePods map[string]int
 }
 
-func (k *kubelet) start(ctx context.Context, mgr ctrl.Manager) error {
-	pods, err := mgr.GetCache().GetInformer(ctx, &corev1.Pod{})
+func (k *kubelet) start(ctx context.Context) error {
+	inNS := map[string]cache.Config{k.h.ns: {}}
+	c, err := cache.New(restCfg, cache.Options{Scheme: scheme, ByObject: map[client.Object]cache.ByObject{
+		&appsv1.DaemonSet{}: {Namespaces: inNS},
+		&corev1.Pod{}:       {Namespaces: inNS},
+		&batchv1.Job{}:      {Namespaces: inNS},
+	}})
+	if err != nil {
+		return err
+	}
+	if k.jobs != nil {
+		jobs, err := c.GetInformer(ctx, &batchv1.Job{})
+		if err != nil {
+			return err
+		}
+		if _, err := jobs.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc: func(o any) { k.jobs.run(ctx, k, o.(*batchv1.Job)) },
+		}); err != nil {
+			return err
+		}
+	}
+	if k.runner == nil {
+		return k.startCache(ctx, c)
+	}
+	pods, err := c.GetInformer(ctx, &corev1.Pod{})
 	if err != nil {
 		return err
 	}
@@ -443,7 +513,7 @@ func (k *kubelet) start(ctx context.Context, mgr ctrl.Manager) error {
 	}); err != nil {
 		return err
 	}
-	inf, err := mgr.GetCache().GetInformer(ctx, &appsv1.DaemonSet{})
+	inf, err := c.GetInformer(ctx, &appsv1.DaemonSet{})
 	if err != nil {
 		return err
 	}
@@ -460,7 +530,38 @@ func (k *kubelet) start(ctx context.Context, mgr ctrl.Manager) error {
 			}
 		},
 	})
-	return err
+	if err != nil {
+		return err
+	}
+	return k.startCache(ctx, c)
+}
+
+// startCache runs the kubelet's informers until ctx ends.
+func (k *kubelet) startCache(ctx context.Context, c cache.Cache) error {
+	k.wg.Add(1)
+	go func() {
+		defer k.wg.Done()
+		_ = c.Start(ctx)
+	}()
+	if !c.WaitForCacheSync(ctx) {
+		return errors.New("kubelet: cache did not sync")
+	}
+	return nil
+}
+
+// stopNode stops a node's agents as the pod garbage collector does when
+// the Node object is deleted (SIGTERM: they restore and report) and runs
+// none there again.
+func (k *kubelet) stopNode(node string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.dead[node] = true
+	for key, cancel := range k.agents {
+		if strings.HasSuffix(key, "/"+node) {
+			cancel()
+			delete(k.agents, key)
+		}
+	}
 }
 
 // kill makes a node's kubelet stop running agents (a node gone for good);

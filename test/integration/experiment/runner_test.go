@@ -32,8 +32,8 @@ type scriptedRunner struct {
 	// firstWindow, with a gate: the first window is measured (and handed
 	// to the agent) before the run waits at the gate.
 	firstWindow bool
-	mu      sync.Mutex
-	started int
+	mu          sync.Mutex
+	started     int
 }
 
 func (r *scriptedRunner) Recover(context.Context) ([]v1alpha1.KnobRecord, error) { return nil, nil }
