@@ -92,3 +92,15 @@ rules of the document of the given kind and name as YAML.
 {{- fail (printf "%s: no %s %s (run make manifests)" .file .kind .name) }}
 {{- end }}
 {{- end }}
+
+{{/*
+The service account of a sweep Job's shard pods: one the chart creates next to the agent's, or,
+when the agent's is not created, the agent's (an existing account; bind the simulator Role to it).
+*/}}
+{{- define "schedlab.simulatorServiceAccountName" -}}
+{{- if .Values.agent.serviceAccount.create }}
+{{- printf "%s-simulator" (include "schedlab.fullname" .) }}
+{{- else }}
+{{- include "schedlab.agentServiceAccountName" . }}
+{{- end }}
+{{- end }}

@@ -55,6 +55,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(chaosAgentEnv) != "" {
+		os.Exit(chaosAgentMain()) // an agent process of the SIGKILL test
+	}
 	flag.Parse()
 	if testing.Short() {
 		os.Exit(m.Run()) // every test skips itself
@@ -164,7 +167,9 @@ func (h *harness) startManager() {
 		Logger:                 logger,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+		// A manager stopped mid-test is gone at once, as a killed one is.
+		GracefulShutdownTimeout: ptr.To(2 * time.Second),
+		Controller:              config.Controller{SkipNameValidation: ptr.To(true)},
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			&appsv1.DaemonSet{}:     {Namespaces: inNS},
 			&coordinationv1.Lease{}: {Namespaces: inNS},

@@ -98,6 +98,9 @@ func (j *jobRunner) runJob(ctx context.Context, h *harness, job *batchv1.Job) er
 	}
 	in := &corev1.ConfigMap{}
 	if err := k8s.Get(ctx, client.ObjectKey{Namespace: job.Namespace, Name: cmName}, in); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil // the Job was deleted (its experiment gone) before its pods ran
+		}
 		return fmt.Errorf("the input ConfigMap: %w", err)
 	}
 	for k, v := range in.Data {
