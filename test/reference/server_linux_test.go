@@ -156,11 +156,10 @@ func TestServerOpenLoopUnderAStall(t *testing.T) {
 //     Erlang C's, for the service time the workers really took (CPU per
 //     request, which includes each wake-up's cost). Another process taking
 //     CPU stretches service, so on a busy machine the figures are logged.
-//     Quiet is judged twice: the machine (others' CPU below the harness's
-//     mark), or the server itself — its workers waited on a run queue less
-//     than 5 % of a service time per request (schedstat run_delay, which
-//     also holds each wake-up's latency), so others ran only on CPU the
-//     server did not want.
+//     The workers' run delay per request (schedstat run_delay) is logged
+//     too. It is no test of quiet: on a busy machine a window whose workers
+//     waited 36 µs per request was 25 % above Erlang C (a few long waits
+//     hold up every request queued behind them).
 func TestServerThroughputAndErlangC(t *testing.T) {
 	n := newNode(t)
 	l := n.layout([]v1alpha1.Group{{Name: "web", CPUWeight: i32(100), Pattern: &v1alpha1.Pattern{Type: v1alpha1.PatternServer}}})
@@ -208,7 +207,7 @@ func TestServerThroughputAndErlangC(t *testing.T) {
 				}
 				continue
 			}
-			if noise < quiet || delay < 0.05*s {
+			if noise < quiet {
 				// Arrivals are counted when a worker takes the lock after
 				// their time; on a busy machine the window's last ones may
 				// still wait for that.
