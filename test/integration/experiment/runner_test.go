@@ -32,8 +32,12 @@ type scriptedRunner struct {
 	// firstWindow, with a gate: the first window is measured (and handed
 	// to the agent) before the run waits at the gate.
 	firstWindow bool
-	mu          sync.Mutex
-	started     int
+	// cal is the node's calibration window as the run reports it; noise
+	// the CPUs other processes took in each window.
+	cal     *v1alpha1.NodeCalibration
+	noise   float64
+	mu      sync.Mutex
+	started int
 }
 
 func (r *scriptedRunner) Recover(context.Context) ([]v1alpha1.KnobRecord, error) { return nil, nil }
@@ -74,7 +78,7 @@ func (r *scriptedRunner) Run(ctx context.Context, spec *v1alpha1.SchedExperiment
 		return &v1alpha1.NodeRunStatus{Capabilities: r.caps(), Knobs: knobRecord(true), Restored: true}, r.fail
 	}
 	st := &v1alpha1.NodeRunStatus{Phase: v1alpha1.NodeRunCompleted, Capabilities: r.caps(), Knobs: knobRecord(true), Restored: true,
-		StepsDone: int32(total), StepsTotal: int32(total)}
+		StepsDone: int32(total), StepsTotal: int32(total), Calibration: r.cal.DeepCopy()}
 	for i := 0; i < r.cgroups; i++ {
 		st.Knobs = append(st.Knobs, v1alpha1.KnobRecord{Name: fmt.Sprintf("cgroup schedlab/%s/web-%d", runID, i), Set: "created", Restored: "removed", OK: true})
 	}
@@ -87,7 +91,7 @@ func (r *scriptedRunner) Run(ctx context.Context, spec *v1alpha1.SchedExperiment
 }
 
 func (r *scriptedRunner) window(spec *v1alpha1.SchedExperimentSpec, vi, rep int) v1alpha1.WindowResult {
-	w := v1alpha1.WindowResult{Variant: spec.Variants[vi].Name, Repetition: int32(rep), Attempts: 1}
+	w := v1alpha1.WindowResult{Variant: spec.Variants[vi].Name, Repetition: int32(rep), Attempts: 1, NoiseCPU: r.noise}
 	for _, g := range spec.Workload.Groups {
 		w.Groups = append(w.Groups, v1alpha1.GroupMeasurement{Name: g.Name, Metrics: scriptedMetrics(r.node, vi, rep, g.Name)})
 	}

@@ -3,6 +3,7 @@ package experiment_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -440,6 +441,53 @@ func TestCalibrationFromConfigMap(t *testing.T) {
 	}
 	if p99 < 45 {
 		t.Errorf("calibrated p99 wakeup latency %vµs, want about the 50µs wake-up overhead or more", p99)
+	}
+}
+
+// TestCalibratedRunsPredictions: the prediction next to a node's
+// measurements uses what the node's agent reported: the constants of its
+// calibration window (a probe alone on an idle CPU wakes after 50 µs of
+// slack plus the node's timer expiry, idle exit and context switch, 127 µs
+// here against about 63 µs with the defaults) and the CPU other processes
+// took in its windows (0.4 of 4 CPUs: two hogs are predicted 1.8 CPUs,
+// not 2).
+func TestCalibratedRunsPredictions(t *testing.T) {
+	cal := &v1alpha1.NodeCalibration{Constants: v1alpha1.NodeConstants{TimerExpiryNs: 40_000, IdleExitNs: 30_000, CtxSwitchNs: 7_000, WakeupNs: 20_000},
+		TimerLatenessNs: 77_000, Samples: 1500}
+	h := newHarness(t, harnessOptions{Runner: func(_, node string) agent.Runner {
+		return &scriptedRunner{node: node, cpus: 4, cal: cal, noise: 0.4}
+	}})
+	h.createNodes(nodeSpec{name: h.prefix + "-a", cpus: 4})
+	name := h.createExperiment("exp", h.experimentSpec())
+	e := h.waitCondition(name, v1alpha1.ConditionCompleted, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, time.Minute)
+	runs := h.nodeRuns(name)
+	if len(runs) != 1 {
+		t.Fatalf("%d NodeRuns, want 1", len(runs))
+	}
+	if c := runs[0].Status.Calibration; c == nil || c.Constants.TimerExpiryNs != 40_000 {
+		t.Fatalf("NodeRun calibration %+v, want the agent's window", c)
+	}
+	seen := 0
+	for _, r := range e.Status.Results {
+		if r.Variant != "baseline" || r.Predicted == nil {
+			continue
+		}
+		switch r.Group {
+		case "probe":
+			seen++
+			l := r.Predicted.WakeupLatencyUs
+			if l == nil || math.Abs(l.P50-127) > 127*0.04 {
+				t.Errorf("probe predicted %+v, want p50 127 µs ± 4%% (50 slack + 40 timer + 30 idle exit + 7 switch)", l)
+			}
+		case "batch":
+			seen++
+			if math.Abs(r.Predicted.CPU-1.8) > 0.02 {
+				t.Errorf("batch predicted %.3f CPUs, want 1.8 (2 hogs, 0.4 of 4 CPUs taken by others)", r.Predicted.CPU)
+			}
+		}
+	}
+	if seen != 2 {
+		t.Errorf("saw %d baseline rows with predictions, want 2: %+v", seen, e.Status.Results)
 	}
 }
 
