@@ -28,13 +28,37 @@ func (s NodeShape) Name() string {
 	return fmt.Sprintf("%s-%ds-%dllc-smt%d", n, t.SocketCount(), t.LLCsPerSocketCount(), t.ThreadsPerCoreCount())
 }
 
+// ParseShapeName is the inverse of NodeShape.Name: CPUs, scheduler and
+// topology from "8cpu-EEVDF" or "32cpu-EEVDF-2s-2llc-smt2".
+func ParseShapeName(name string) (NodeShape, error) {
+	var s NodeShape
+	cpus, rest, ok := strings.Cut(name, "cpu-")
+	n, err := strconv.Atoi(cpus)
+	if !ok || err != nil {
+		return s, fmt.Errorf("shape %q is not of the form 8cpu-EEVDF", name)
+	}
+	s.CPUs = int32(n)
+	sched, topo, hasTopo := strings.Cut(rest, "-")
+	s.Scheduler = SchedulerFamily(sched)
+	if hasTopo {
+		var t NodeTopology
+		if _, err := fmt.Sscanf(topo, "%ds-%dllc-smt%d", &t.Sockets, &t.LLCsPerSocket, &t.ThreadsPerCore); err != nil {
+			return s, fmt.Errorf("shape %q: topology %q is not of the form 2s-2llc-smt2", name, topo)
+		}
+		s.Topology = &t
+	}
+	return s, nil
+}
+
 // IsFlat reports a topology of one socket, one LLC and no SMT (nil is flat).
 func (t *NodeTopology) IsFlat() bool {
 	return t == nil || t.SocketCount() == 1 && t.LLCsPerSocketCount() == 1 && t.ThreadsPerCoreCount() == 1
 }
 
 // SocketCount is the sockets, 1 when unset.
-func (t *NodeTopology) SocketCount() int32 { return orOne(t, func(t *NodeTopology) int32 { return t.Sockets }) }
+func (t *NodeTopology) SocketCount() int32 {
+	return orOne(t, func(t *NodeTopology) int32 { return t.Sockets })
+}
 
 // LLCsPerSocketCount is the LLCs per socket, 1 when unset.
 func (t *NodeTopology) LLCsPerSocketCount() int32 {

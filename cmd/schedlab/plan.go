@@ -16,12 +16,14 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
 
 	"github.com/schedlab/schedlab/api"
 	"github.com/schedlab/schedlab/api/names"
 	"github.com/schedlab/schedlab/api/v1alpha1"
+	"github.com/schedlab/schedlab/api/v1alpha1/validation"
 	"github.com/schedlab/schedlab/controllers"
 	"github.com/schedlab/schedlab/internal/experiment"
 )
@@ -247,6 +249,19 @@ func (f *shapeFlags) applyTo(base v1alpha1.NodeShape) (v1alpha1.NodeShape, error
 			return base, fmt.Errorf("--preempt: %w", err)
 		}
 		base.Preempt = p
+	}
+	if f.topology != "" {
+		base.Topology = nil
+		if f.topology != "flat" {
+			var t v1alpha1.NodeTopology
+			if _, err := fmt.Sscanf(f.topology, "%dx%dx%d", &t.Sockets, &t.LLCsPerSocket, &t.ThreadsPerCore); err != nil {
+				return base, fmt.Errorf("--topology %q: use SOCKETSxLLCSxTHREADS such as 2x2x2, or flat", f.topology)
+			}
+			base.Topology = &t
+		}
+	}
+	if errs := validation.ValidateTopology(base.Topology, base.CPUs, field.NewPath("topology")); len(errs) > 0 {
+		return base, fmt.Errorf("--topology %q with %d CPUs: %v", f.topology, base.CPUs, errs.ToAggregate())
 	}
 	return base, nil
 }

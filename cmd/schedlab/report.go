@@ -130,7 +130,7 @@ func experimentReports(exp *v1alpha1.SchedExperiment, runs []v1alpha1.NodeRun) [
 func shapeOf(shape string, exp *v1alpha1.SchedExperiment, runs []v1alpha1.NodeRun) (v1alpha1.NodeShape, *v1alpha1.NodeCapabilities) {
 	for _, r := range runs {
 		if c := r.Status.Capabilities; c != nil {
-			s := localShapeFrom(c)
+			s := experiment.ShapeFromCapabilities(c)
 			if shape == "" || s.Name() == shape {
 				return s, c
 			}
@@ -144,12 +144,7 @@ func shapeOf(shape string, exp *v1alpha1.SchedExperiment, runs []v1alpha1.NodeRu
 			}
 		}
 	}
-	var s v1alpha1.NodeShape
-	var cpus int32
-	var sched string
-	if _, err := fmt.Sscanf(strings.Replace(shape, "cpu-", " ", 1), "%d %s", &cpus, &sched); err == nil {
-		s.CPUs, s.Scheduler = cpus, v1alpha1.SchedulerFamily(sched)
-	}
+	s, _ := v1alpha1.ParseShapeName(shape)
 	return s, nil
 }
 

@@ -123,7 +123,7 @@ func run(ctx context.Context, stdout, stderr io.Writer, f *runFlags, args []stri
 
 	hostname, _ := os.Hostname()
 	results := experiment.Aggregate(spec, []v1alpha1.NodeRun{{Spec: v1alpha1.NodeRunSpec{NodeName: hostname}, Status: *st}})
-	shape := localShapeFrom(caps)
+	shape := experiment.ShapeFromCapabilities(caps)
 	predErr := ""
 	popts, perr := runPredictOptions(f)
 	var preds []experiment.Prediction
@@ -181,11 +181,6 @@ func runPredictOptions(f *runFlags) (experiment.PredictOptions, error) {
 	return sf.options()
 }
 
-// localShapeFrom is the simulator's view of this machine.
-func localShapeFrom(c *v1alpha1.NodeCapabilities) v1alpha1.NodeShape {
-	return experiment.ShapeFromCapabilities(c)
-}
-
 // unprivileged runs what needs no root: capabilities and predictions.
 func unprivileged(stdout, stderr io.Writer, exp *v1alpha1.SchedExperiment, f *runFlags) error {
 	fmt.Fprintln(stderr, "schedlab run: not running as root, so no knob can be set and no cgroup created on this machine.\n"+
@@ -194,7 +189,7 @@ func unprivileged(stdout, stderr io.Writer, exp *v1alpha1.SchedExperiment, f *ru
 	if err != nil {
 		return err
 	}
-	shape := localShapeFrom(caps)
+	shape := experiment.ShapeFromCapabilities(caps)
 	popts, err := runPredictOptions(f)
 	if err != nil {
 		return err

@@ -35,6 +35,7 @@ with the scheduler simulator, for the node shapes of spec.simulation.nodes, the 
 given by the flags, or this machine's shape.`,
 		Example: `  schedlab simulate config/samples/weights-100-200-400.yaml
   schedlab simulate -f config/samples/desktop-interactivity.yaml --cpus 8 --scheduler cfs -o json
+  schedlab simulate -f config/samples/wakeup-heavy-vs-hogs.yaml --cpus 32 --topology 2x2x2
   schedlab simulate -f config/samples/capacity-plan.yaml --shard 0/4 > shard-0.json`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if shard != "" {
@@ -60,6 +61,7 @@ type shapeFlags struct {
 	scheduler string
 	hz        int
 	preempt   string
+	topology  string
 	seed      int64
 	duration  time.Duration
 	// calibration is a calibration file (schedlab calibrate) for the
@@ -72,6 +74,7 @@ func (f *shapeFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.scheduler, "scheduler", "", "scheduler family: eevdf or cfs")
 	fs.IntVar(&f.hz, "hz", 0, "tick rate: 100, 250, 300 or 1000")
 	fs.StringVar(&f.preempt, "preempt", "", "preemption model: none, voluntary, full or lazy")
+	fs.StringVar(&f.topology, "topology", "", "CPU topology SOCKETSxLLCSxTHREADS, e.g. 2x2x2 (2 sockets, 2 LLCs per socket, SMT2), or flat")
 	fs.Int64Var(&f.seed, "seed", -1, "simulator seed (overrides spec.simulation.seed)")
 	fs.StringVar(&f.calibration, "calibration", "", "calibration file (from schedlab calibrate) used for the shapes it names")
 	fs.DurationVar(&f.duration, "duration", 0, fmt.Sprintf("simulated window (default: the spec's duration, at most %s)", experiment.MaxSimulatedDuration))
@@ -80,7 +83,7 @@ func (f *shapeFlags) register(fs *pflag.FlagSet) {
 // shapes resolves the node shapes to simulate: flags override
 // spec.simulation.nodes; with neither, this machine's shape.
 func (f *shapeFlags) shapes(spec *v1alpha1.SchedExperimentSpec) ([]v1alpha1.NodeShape, error) {
-	overridden := f.cpus != 0 || f.scheduler != "" || f.hz != 0 || f.preempt != ""
+	overridden := f.cpus != 0 || f.scheduler != "" || f.hz != 0 || f.preempt != "" || f.topology != ""
 	if spec.Simulation != nil && len(spec.Simulation.Nodes) > 0 && !overridden {
 		return spec.Simulation.Nodes, nil
 	}

@@ -54,6 +54,11 @@ type GroupReport struct {
 	RelativeError *v1alpha1.Metrics         `json:"relativeError,omitempty"`
 }
 
+// Name is the node shape's name (NodeShape.Name).
+func (n NodeReport) Name() string {
+	return v1alpha1.NodeShape{CPUs: n.CPUs, Scheduler: v1alpha1.SchedulerFamily(n.Scheduler), Topology: n.Topology}.Name()
+}
+
 func nodeReport(n v1alpha1.NodeShape) NodeReport {
 	r := NodeReport{CPUs: n.CPUs, Scheduler: orDefault(string(n.Scheduler), "EEVDF"), HZ: n.HZ, Preempt: string(n.Preempt)}
 	if !n.Topology.IsFlat() {
@@ -165,8 +170,8 @@ func (r *Report) WriteTable(w io.Writer) error {
 	var unsupported []string
 	for _, v := range r.Variants {
 		if v.Unsupported != "" {
-			fmt.Fprintf(tw, "%s\t%dcpu-%s\tunsupported*\t\t\t\t\t\t\t\t\t\t\t\t\t\n", v.Name, v.Node.CPUs, v.Node.Scheduler)
-			unsupported = append(unsupported, fmt.Sprintf("* %s on %dcpu-%s is unsupported: %s", v.Name, v.Node.CPUs, v.Node.Scheduler, v.Unsupported))
+			fmt.Fprintf(tw, "%s\t%s\tunsupported*\t\t\t\t\t\t\t\t\t\t\t\t\t\n", v.Name, v.Node.Name())
+			unsupported = append(unsupported, fmt.Sprintf("* %s on %s is unsupported: %s", v.Name, v.Node.Name(), v.Unsupported))
 			continue
 		}
 		for _, g := range v.Groups {
@@ -190,7 +195,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 				continue
 			}
 			p := g.Predicted
-			node := fmt.Sprintf("%dcpu-%s", v.Node.CPUs, v.Node.Scheduler)
+			node := v.Node.Name()
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", v.Name, node, g.Name, g.Tasks,
 				num(p, "cpu", 3), num(p, "cpuPerTask", 3), num(p, "share", 3),
 				num(p, "wakeupLatencyUs.p50", 1), num(p, "wakeupLatencyUs.p99", 1), num(p, "wakeupLatencyUs.max", 1),

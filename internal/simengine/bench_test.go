@@ -70,3 +70,23 @@ func benchPingPong2() Input {
 func BenchmarkHogs8CPU60s(b *testing.B)        { benchRun(b, benchHogs8()) }
 func BenchmarkMixed64CPU512(b *testing.B)      { benchRun(b, benchMixed64()) }
 func BenchmarkPingPong2CPU4Pairs(b *testing.B) { benchRun(b, benchPingPong2()) }
+
+// benchHogs8Topo is (a) on a topology: 2 sockets × 2 cores × SMT2, so
+// every tick balances per level (SMT, MC, NUMA).
+func benchHogs8Topo() Input {
+	in := benchHogs8()
+	in.Node.Topology = Topology{Sockets: 2, ThreadsPerCore: 2}
+	return in
+}
+
+// benchMixed64Topo is (b) on 2 sockets × 4 LLCs × 4 cores × SMT2: every
+// wake-up goes through wake_wide, wake_affine and select_idle_sibling's
+// scans, and balancing runs at SMT, MC, PKG and NUMA.
+func benchMixed64Topo() Input {
+	in := benchMixed64()
+	in.Node.Topology = Topology{Sockets: 2, LLCsPerSocket: 4, ThreadsPerCore: 2}
+	return in
+}
+
+func BenchmarkHogs8CPU60sTopology(b *testing.B)   { benchRun(b, benchHogs8Topo()) }
+func BenchmarkMixed64CPU512Topology(b *testing.B) { benchRun(b, benchMixed64Topo()) }

@@ -45,6 +45,17 @@
 //     new-idle load balancing with group classification, migrate_task and
 //     migrate_load imbalances, task_hot() with the migration cost,
 //     nr_migrate and nr_balance_failed, h_load-based task loads.
+//   - Topology (Node.Topology, topology.go): sockets, LLCs per socket and
+//     SMT build the SMT, MC, PKG and NUMA sched domains with sd_init()'s
+//     parameters; wake-ups follow record_wakee()/wake_wide(), wake_affine()
+//     in the lowest spanning domain, select_idle_sibling() with
+//     recent_used_cpu, select_idle_smt(), select_idle_core() and the
+//     SIS_UTIL scan limit, and cross-LLC wake lists; each level balances
+//     at its own balance_interval (doubling when balanced, reset on an
+//     imbalance) with should_we_balance(), group_smt_balance,
+//     sibling_imbalance(), migrate_util above the LLC, per-domain
+//     nr_balance_failed and active balancing of a running task. The zero
+//     Topology keeps the flat model below, unchanged.
 //   - Workload patterns Hog, Periodic, LatencyProbe, PingPong and Burst, and
 //     the metrics: CPU, share, wakeup latency (log-linear histogram, ≤3%
 //     bucket width), context switches, deadline misses, operations.
@@ -68,10 +79,13 @@
 //
 // # Simplifications
 //
-//   - One flat scheduling domain spanning all CPUs (one LLC, no SMT or NUMA
-//     levels), CPUs of equal capacity, no active balancing, no misfit or
-//     asymmetric capacity, no energy-aware placement, no SIS_UTIL limit
-//     on the idle-CPU scan.
+//   - Without a Topology: one flat scheduling domain spanning all CPUs (one
+//     LLC, no SMT or NUMA levels), no active balancing, no SIS_UTIL limit
+//     on the idle-CPU scan, no recent_used_cpu or wake_wide. With one: a
+//     symmetric machine (one NUMA node per socket at distance 21), no CLS
+//     (cluster) level, no NUMA balancing, fork placement spread level by
+//     level from the top. Either way CPUs of equal capacity, no misfit or
+//     asymmetric capacity, no energy-aware placement.
 //   - Only the fair class: no RT/deadline tasks, no kernel threads beyond
 //     Calibration.BackgroundLoad.
 //   - The only hrtimers are the tasks' sleeps and the tick: another task's

@@ -104,7 +104,7 @@ func runCPUs(t *testing.T, trace []byte, fromNs int64) map[int][]int {
 func TestTopologyPairStaysInLLC(t *testing.T) {
 	var trace bytes.Buffer
 	in := Input{
-		Node:       Node{CPUs: 8, Topology: Topology{Sockets: 2}},
+		Node: Node{CPUs: 8, Topology: Topology{Sockets: 2}},
 		Groups: []Group{
 			// Sleepers forked first, one per CPU, so that the pair is not
 			// forked onto one CPU (the partner's CPU is no longer the

@@ -29,8 +29,8 @@ const (
 	CgroupV2 = "v2"
 )
 
-// Detect describes the node: CPUs, kernel, scheduler, tick, preemption
-// model, the cpu controller's cgroup hierarchy, every catalogue knob (exists,
+// Detect describes the node: CPUs and their topology (DetectTopology),
+// kernel, scheduler, tick, preemption model, the cpu controller's cgroup hierarchy, every catalogue knob (exists,
 // readable, writable, value, reason) and the scheduler features. It changes
 // nothing: writability is probed by opening for write and closing.
 func Detect(fsys FS) (*v1alpha1.NodeCapabilities, error) {
@@ -42,6 +42,13 @@ func Detect(fsys FS) (*v1alpha1.NodeCapabilities, error) {
 			return nil, fmt.Errorf("online CPUs: %w", err)
 		}
 		c.CPUs = int32(len(cpus))
+		c.Topology, c.TopologySource = DetectTopology(fsys, cpus)
+		if c.Topology.IsFlat() {
+			c.Topology = nil // flat: the simulator's default shape
+		}
+		if len(c.TopologySource) > 512 {
+			c.TopologySource = c.TopologySource[:512]
+		}
 	}
 	var set unix.CPUSet
 	if err := unix.SchedGetaffinity(0, &set); err == nil {
