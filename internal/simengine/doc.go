@@ -84,8 +84,12 @@
 //     on the idle-CPU scan, no recent_used_cpu or wake_wide. With one: a
 //     symmetric machine (one NUMA node per socket at distance 21), no CLS
 //     (cluster) level, no NUMA balancing, fork placement spread level by
-//     level from the top. Either way CPUs of equal capacity, no misfit or
-//     asymmetric capacity, no energy-aware placement.
+//     level from the top. The topology changes the scheduler's decisions
+//     only, not the hardware: busy SMT siblings run at full speed each, and
+//     a task pays nothing for a cold cache or a remote node after a
+//     migration (only a cross-LLC wake-up's IPI, WakeupNs). Either way
+//     CPUs of equal capacity, no misfit or asymmetric capacity, no
+//     energy-aware placement.
 //   - Only the fair class: no RT/deadline tasks, no kernel threads beyond
 //     Calibration.BackgroundLoad.
 //   - The only hrtimers are the tasks' sleeps and the tick: another task's
