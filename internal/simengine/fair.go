@@ -373,6 +373,12 @@ func (s *sim) updateCurrSlow(cq int32) {
 	if s.eevdf && e.vruntime-e.deadline >= 0 {
 		s.updateDeadline(cq, cur) // the request is used up
 	}
+	if s.didPreemptShort && r.nr > 1 && !(e.protectOK && e.protect == e.deadline) && !s.entityEligible(cq, cur) {
+		// update_curr() (v6.12..v6.16): did_preempt_short(), a curr whose
+		// slice protection was cancelled (a shorter-slice wake-up, a new
+		// deadline or a reweight) is rescheduled once it is not eligible.
+		s.reschedCurr(r.cpu, false)
+	}
 	s.updateMinVruntime(cq)
 	if e.task >= 0 {
 		s.accountTask(e.task, start, s.now)

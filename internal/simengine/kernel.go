@@ -72,6 +72,13 @@ type kernelRules struct {
 	// itself in avg_vruntime() and in the lag scaling. Reverted in v7.0
 	// (commit 101f3498b4bd) and in the 6.18.y stable series at 6.18.45.
 	reweightPlaceCurr bool
+	// didPreemptShort: update_curr() of v6.12..v6.16 reschedules a curr
+	// whose slice protection was cancelled (its stashed deadline is no
+	// longer its deadline) once it is not eligible (did_preempt_short()).
+	// v6.17 ("sched/fair: Limit run to parity to the min slice of enqueued
+	// entities") replaced it with se->vprot and a resched whenever curr is
+	// past its protection, which the simulator does not model yet.
+	didPreemptShort bool
 }
 
 // referenceKernel is the release the simulator models when Node.Kernel is
@@ -85,6 +92,7 @@ func rulesFor(v kernelVersion) kernelRules {
 		legacySlice:       !v.atLeast(6, 15, 0),
 		completeEEVDF:     v.atLeast(6, 12, 0),
 		reweightPlaceCurr: v.atLeast(6, 13, 0) && !v.atLeast(7, 0, 0) && !(v.major == 6 && v.minor == 18 && v.patch >= 45),
+		didPreemptShort:   v.atLeast(6, 12, 0) && !v.atLeast(6, 17, 0),
 	}
 }
 

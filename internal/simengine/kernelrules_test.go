@@ -57,3 +57,35 @@ func TestMigratedTaskHotness(t *testing.T) {
 		}
 	}
 }
+
+// update_curr() of v6.12..v6.16 reschedules a curr whose slice protection was
+// cancelled as soon as it is not eligible (did_preempt_short()); with its
+// protection intact it runs on to its deadline. v6.17 replaced the rule.
+func TestDidPreemptShort(t *testing.T) {
+	for _, c := range []struct {
+		kernel    string
+		cancelled bool
+		want      bool
+	}{
+		{"6.12", true, true}, {"6.16", true, true}, {"6.12", false, false}, {"6.18.44", true, false},
+	} {
+		s := startedSim(t, Input{Node: Node{CPUs: 1, Kernel: c.kernel}, DurationNs: 1e9, Seed: 1,
+			Groups: []Group{{Name: "hogs", Tasks: 2}}})
+		cur := s.cpus[0].curr
+		if cur < 0 || s.cpus[0].needResched {
+			t.Fatalf("%s: no hog running after the start, or a resched pending", c.kernel)
+		}
+		se := s.tasks[cur].se
+		if c.cancelled {
+			s.ents[se].protectOK = false // cancel_protect_slice()
+		}
+		s.now = 100_000 // 100 µs of running: not eligible, well before its deadline
+		s.updateCurr(s.ents[se].rq)
+		if s.entityEligible(s.ents[se].rq, se) {
+			t.Fatalf("%s: the running hog is still eligible after 100 µs beside a waiting one", c.kernel)
+		}
+		if got := s.cpus[0].needResched; got != c.want {
+			t.Errorf("%s, protection cancelled %v: rescheduled = %v, want %v", c.kernel, c.cancelled, got, c.want)
+		}
+	}
+}

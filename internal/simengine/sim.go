@@ -258,6 +258,8 @@ type sim struct {
 	// place_entity() with the entity still counted in avg_vruntime()
 	// (v6.13..v6.18.44, v6.19; see reweightEntity).
 	reweightPlaceCurr bool
+	// didPreemptShort: kernelRules.didPreemptShort with PREEMPT_SHORT on.
+	didPreemptShort bool
 
 	tickNs, baseSlice, latency, minGran, wakeupGran, migrationCost int64
 	nrLatency                                                      int64
@@ -325,6 +327,7 @@ func newSim(in *Input) (*sim, error) {
 		feat:              feat,
 		lazy:              n.Preempt == "Lazy",
 		reweightPlaceCurr: kr.reweightPlaceCurr && sched == EEVDF,
+		didPreemptShort:   kr.didPreemptShort && sched == EEVDF && feat.preemptShort,
 		tickNs:            1_000_000_000 / int64(hz),
 		pt:                newPeltTables(),
 	}
