@@ -71,15 +71,10 @@ func (a Analyzer) Analyze(ctx context.Context, in controllers.AnalyzeInput) (*co
 	}
 	out := &controllers.Analysis{}
 	if len(runs) == 0 {
-		for _, p := range preds {
-			row := v1alpha1.GroupResult{Variant: p.Variant, Group: p.Group, Shape: p.Shape, Unsupported: p.Unsupported}
-			if p.Unsupported == "" {
-				m := p.Metrics
-				row.Predicted = &m
-			}
-			out.Results = append(out.Results, row)
+		for i := range preds {
+			out.Results = append(out.Results, experiment.PredictedResult(&preds[i]))
 		}
-		out.BestVariant, out.BestVariantReason = experiment.BestVariant(sp, out.Results)
+		out.BestVariant, out.BestVariantReason = experiment.BestPredictedVariant(sp, out.Results)
 		if sp.Sweep != nil {
 			sw, err := experiment.Plan(ctx, sp, shapes, experiment.SweepOptions{PredictOptions: opts})
 			if err != nil {

@@ -286,6 +286,59 @@ func BestVariant(spec *v1alpha1.SchedExperimentSpec, results []v1alpha1.GroupRes
 	return v1alpha1.NoSignificantDifference, joinReasons(reasons)
 }
 
+// PredictedResult is a prediction as a result row of its shape: the mean,
+// and the 95% interval over the seeds when there were several.
+func PredictedResult(p *Prediction) v1alpha1.GroupResult {
+	row := v1alpha1.GroupResult{Shape: p.Shape, Variant: p.Variant, Group: p.Group, Unsupported: p.Unsupported}
+	if p.Unsupported != "" {
+		return row
+	}
+	m := p.Metrics
+	row.Predicted = &m
+	if p.Replicas > 1 {
+		lo, hi := p.Low, p.High
+		row.PredictedLow, row.PredictedHigh = &lo, &hi
+	}
+	return row
+}
+
+// BestPredictedVariant chooses among predictions only (Simulate mode, or
+// schedlab simulate): on each node shape as BestVariant does (a variant
+// wins when its interval over the seeds is apart from every other's), and
+// over several shapes only a variant that wins on every one of them.
+func BestPredictedVariant(spec *v1alpha1.SchedExperimentSpec, results []v1alpha1.GroupResult) (string, string) {
+	if len(spec.Objectives) == 0 {
+		return BestVariant(spec, results)
+	}
+	var shapes []string
+	byShape := map[string][]v1alpha1.GroupResult{}
+	for _, r := range results {
+		if _, ok := byShape[r.Shape]; !ok {
+			shapes = append(shapes, r.Shape)
+		}
+		byShape[r.Shape] = append(byShape[r.Shape], r)
+	}
+	if len(shapes) <= 1 {
+		return BestVariant(spec, results)
+	}
+	winner, reasons := "", make([]string, 0, len(shapes))
+	for i, sh := range shapes {
+		b, why := BestVariant(spec, byShape[sh])
+		reasons = append(reasons, sh+": "+why)
+		if b == "" || b == v1alpha1.NoSignificantDifference || (i > 0 && b != winner) {
+			winner = v1alpha1.NoSignificantDifference
+			continue
+		}
+		if winner != v1alpha1.NoSignificantDifference {
+			winner = b
+		}
+	}
+	if winner == v1alpha1.NoSignificantDifference {
+		return winner, "no variant wins on every node shape: " + joinReasons(reasons)
+	}
+	return winner, "best on every node shape: " + joinReasons(reasons)
+}
+
 func joinReasons(r []string) string {
 	s := ""
 	for i, x := range r {

@@ -47,11 +47,15 @@ type VariantReport struct {
 
 // GroupReport is one group's numbers.
 type GroupReport struct {
-	Name          string                    `json:"name"`
-	Tasks         int                       `json:"tasks"`
-	Measured      *v1alpha1.MeasuredMetrics `json:"measured,omitempty"`
-	Predicted     *v1alpha1.Metrics         `json:"predicted,omitempty"`
-	RelativeError *v1alpha1.Metrics         `json:"relativeError,omitempty"`
+	Name      string                    `json:"name"`
+	Tasks     int                       `json:"tasks"`
+	Measured  *v1alpha1.MeasuredMetrics `json:"measured,omitempty"`
+	Predicted *v1alpha1.Metrics         `json:"predicted,omitempty"`
+	// PredictedLow and PredictedHigh bound the 95% interval of each
+	// predicted metric over the simulator's seeds (simulation.replicas).
+	PredictedLow  *v1alpha1.Metrics `json:"predictedLow,omitempty"`
+	PredictedHigh *v1alpha1.Metrics `json:"predictedHigh,omitempty"`
+	RelativeError *v1alpha1.Metrics `json:"relativeError,omitempty"`
 }
 
 // Name is the node shape's name (NodeShape.Name).
@@ -84,19 +88,25 @@ func SimulationReport(spec *v1alpha1.SchedExperimentSpec, preds []Prediction) *R
 			r.Variants[i].Groups = append(r.Variants[i].Groups, GroupReport{Name: p.Group, Tasks: p.Tasks})
 			continue
 		}
-		m := p.Metrics
-		r.Variants[i].Groups = append(r.Variants[i].Groups, GroupReport{Name: p.Group, Tasks: p.Tasks, Predicted: &m})
+		g := GroupReport{Name: p.Group, Tasks: p.Tasks, Predicted: &p.Metrics}
+		if p.Replicas > 1 {
+			g.PredictedLow, g.PredictedHigh = &p.Low, &p.High
+		}
+		r.Variants[i].Groups = append(r.Variants[i].Groups, g)
 	}
+	// The best variant, as the controller's Simulate mode chooses it: a
+	// prediction wins only if its interval over the seeds is apart from
+	// the others'. With several shapes, each shape is a separate question.
 	results := make([]v1alpha1.GroupResult, 0, len(preds))
 	for i := range preds {
-		if preds[i].Unsupported != "" {
+		p := &preds[i]
+		if p.Unsupported != "" {
 			continue
 		}
-		m := preds[i].Metrics
-		results = append(results, v1alpha1.GroupResult{Variant: preds[i].Variant, Group: preds[i].Group, Predicted: &m})
+		results = append(results, PredictedResult(p))
 	}
 	if len(spec.Objectives) > 0 {
-		r.BestVariant, r.BestReason = BestVariant(spec, results)
+		r.BestVariant, r.BestReason = BestPredictedVariant(spec, results)
 	}
 	return r
 }
