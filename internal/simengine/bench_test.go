@@ -57,6 +57,21 @@ func benchMixed64() Input {
 	}
 }
 
+// benchMixed64Issue is benchmark (f), the mix: (b) at HZ 1000 with
+// the request/response pairs exchanging 20 µs messages. Goal: ≥10× real
+// time for the whole process.
+func benchMixed64Issue() Input {
+	in := benchMixed64()
+	in.Node.HZ = 1000
+	in.Groups = append([]Group(nil), in.Groups...)
+	for i := range in.Groups {
+		if in.Groups[i].Pattern.Type == PingPong {
+			in.Groups[i].Pattern.RunNs = 20e3
+		}
+	}
+	return in
+}
+
 // benchPingPong2 is benchmark (c): 2 CPUs, 4 PingPong pairs.
 func benchPingPong2() Input {
 	return Input{
@@ -90,3 +105,6 @@ func benchMixed64Topo() Input {
 
 func BenchmarkHogs8CPU60sTopology(b *testing.B)   { benchRun(b, benchHogs8Topo()) }
 func BenchmarkMixed64CPU512Topology(b *testing.B) { benchRun(b, benchMixed64Topo()) }
+func BenchmarkMixed64CPU512HZ1000PingPong20us(b *testing.B) {
+	benchRun(b, benchMixed64Issue())
+}

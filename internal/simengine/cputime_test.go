@@ -26,7 +26,8 @@ func TestCPUTime(t *testing.T) {
 		in   Input
 		n    int
 	}{{"a-hogs8", benchHogs8(), 5}, {"b-mixed64", benchMixed64(), 3}, {"c-pingpong2", benchPingPong2(), 3},
-		{"d-hogs8-topology", benchHogs8Topo(), 5}, {"e-mixed64-topology", benchMixed64Topo(), 3}} {
+		{"d-hogs8-topology", benchHogs8Topo(), 5}, {"e-mixed64-topology", benchMixed64Topo(), 3},
+		{"f-mixed64-issue", benchMixed64Issue(), 3}} {
 		mustRun(t, c.in)
 		best := time.Duration(1 << 62)
 		var ev uint64

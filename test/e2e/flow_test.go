@@ -253,6 +253,30 @@ func testMeasure(t *testing.T, l *lab.Lab) {
 	if !st.Restored {
 		t.Errorf("NodeRun %s does not report the node restored (phase %s: %s)", runs[0].Name, st.Phase, st.Message)
 	}
+	// The agent's calibration window, measured on this machine before the
+	// plan and carried into the NodeRun: wake-up path figures of a real
+	// node (positive, below 5 ms), the latency terms as quantile lists.
+	if c := st.Calibration; c == nil {
+		t.Errorf("NodeRun %s has no calibration window", runs[0].Name)
+	} else {
+		k := c.Constants
+		for name, v := range map[string]int64{"timerExpiryNs": k.TimerExpiryNs, "idleExitNs": k.IdleExitNs,
+			"ctxSwitchNs": k.CtxSwitchNs, "timerLatenessNs": c.TimerLatenessNs} {
+			if v <= 0 || v > 5_000_000 {
+				t.Errorf("NodeRun %s: calibration %s %d ns: want a wake-up path's duration, 0 to 5 ms", runs[0].Name, name, v)
+			}
+		}
+		for name, q := range map[string][]int64{"timerExpiryQuantilesNs": k.TimerExpiryQuantilesNs,
+			"idleExitQuantilesNs": k.IdleExitQuantilesNs, "ctxSwitchQuantilesNs": k.CtxSwitchQuantilesNs} {
+			if len(q) != 7 || !slices.IsSorted(q) || q[0] <= 0 {
+				t.Errorf("NodeRun %s: calibration %s %v: want 7 positive, nondecreasing quantiles", runs[0].Name, name, q)
+			}
+		}
+		if c.Samples < 1000 {
+			t.Errorf("NodeRun %s: calibration from %d samples, want the window's (1000 sleeps and 2000 messages)", runs[0].Name, c.Samples)
+		}
+		t.Logf("calibration window: %+v", *c)
+	}
 	var sawAutogroup bool
 	for _, k := range st.Knobs {
 		if k.Restored != k.Original || !k.OK {
