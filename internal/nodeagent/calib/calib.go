@@ -68,10 +68,10 @@ type Raw struct {
 
 	// The same four paths' quantiles at simengine.QuantileLevels (nil
 	// when not measured).
-	// BusyTimerQ is of the quiet sleeps (see timerLateness), BusyQuiet
-	// their fraction.
+	// IdleTimerQ and BusyTimerQ are of the quiet sleeps (see
+	// timerLateness), IdleQuiet and BusyQuiet their fractions.
 	IdleTimerQ, BusyTimerQ, LocalWakeQ, RemoteWakeQ []int64
-	BusyQuiet                                       float64
+	IdleQuiet, BusyQuiet                            float64
 }
 
 // Constants derives the simulator's node constants from the raw

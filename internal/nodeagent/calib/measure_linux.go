@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -42,7 +44,7 @@ func MeasureRaw(ctx context.Context, opts Options) (Raw, float64, error) {
 	last := cpus[len(cpus)-1]
 	steps := []func() error{
 		func() (err error) {
-			r.IdleTimerLate, r.IdleTimerQ, r.TimerCPU, _, err = timerLateness(last, o.Sleeps, false)
+			r.IdleTimerLate, r.IdleTimerQ, r.TimerCPU, r.IdleQuiet, err = timerLateness(last, o.Sleeps, false)
 			return err
 		},
 		func() (err error) {
@@ -210,8 +212,11 @@ const quietGapNs = 50_000
 // it more while no workload does than beside one: a woken thread then
 // waits for their kernel paths to end (with preemption None, until they
 // reach a preemption point), which is their load, not the node's wake-up
-// path. With fewer than a fifth of the sleeps quiet, all of them count. quiet
-// is the fraction of quiet sleeps (1 without busy).
+// path. Without busy, a sleep is quiet when the sleeper waited at most
+// quietRunDelayNs on the runqueue after its wake-up (its sched_info
+// run_delay, /proc/thread-self/schedstat): on an idle CPU it runs at once
+// unless another process holds the CPU. With fewer than a fifth of the
+// sleeps quiet, all of them count. quiet is the fraction of quiet sleeps.
 func timerLateness(cpu, n int, busy bool) (late int64, q []int64, cpuPer int64, quiet float64, err error) {
 	spinTid := -1
 	if busy {
@@ -242,14 +247,18 @@ func timerLateness(cpu, n int, busy bool) (late int64, q []int64, cpuPer int64, 
 		}
 		lates := make([]int64, 0, n)
 		quietLates := make([]int64, 0, n)
+		rd := newRunDelay()
+		defer rd.close()
 		// One sleep first, so the measured ones start from a sleep.
 		deadline := now() + 1_000_000
 		sleepUntil(deadline)
 		c0 := threadCPU()
 		for i := 0; i < n; i++ {
-			var s0, own0 int64
+			var s0, own0, r0 int64
 			if spinTid >= 0 {
 				s0, own0 = threadCPUOf(spinTid), threadCPU()
+			} else {
+				r0 = rd.read()
 			}
 			w0 := now()
 			deadline = w0 + 1_000_000
@@ -262,15 +271,14 @@ func timerLateness(cpu, n int, busy bool) (late int64, q []int64, cpuPer int64, 
 				if s0 >= 0 && s1 >= 0 && (w1-w0)-(s1-s0)-(own1-own0) <= quietGapNs {
 					quietLates = append(quietLates, l)
 				}
+			} else if r1 := rd.read(); r0 >= 0 && r1 >= 0 && r1-r0 <= quietRunDelayNs {
+				quietLates = append(quietLates, l)
 			}
 		}
 		cpu := (threadCPU() - c0) / int64(n)
-		o := out{cpu: cpu, quiet: 1}
-		if spinTid >= 0 {
-			o.quiet = float64(len(quietLates)) / float64(n)
-			if len(quietLates) >= n/5 {
-				o.q = quantiles(quietLates)
-			}
+		o := out{cpu: cpu, quiet: float64(len(quietLates)) / float64(n)}
+		if len(quietLates) >= n/5 {
+			o.q = quantiles(quietLates)
 		}
 		if o.q == nil {
 			o.q = quantiles(lates)
@@ -280,6 +288,51 @@ func timerLateness(cpu, n int, busy bool) (late int64, q []int64, cpuPer int64, 
 	}()
 	o := <-res
 	return o.late, o.q, o.cpu, o.quiet, o.err
+}
+
+// quietRunDelayNs is how long a thread woken on an idle CPU may wait on
+// the runqueue for the sample to count as quiet.
+const quietRunDelayNs = 20_000
+
+// runDelay reads the calling thread's sched_info run_delay.
+type runDelay struct {
+	fd  int
+	buf [128]byte
+}
+
+func newRunDelay() *runDelay {
+	fd, err := unix.Open("/proc/thread-self/schedstat", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		fd = -1
+	}
+	return &runDelay{fd: fd}
+}
+
+// read is the run delay in ns so far ("<exec> <run_delay> <pcount>"), -1
+// when it cannot be read.
+func (r *runDelay) read() int64 {
+	if r.fd < 0 {
+		return -1
+	}
+	n, err := unix.Pread(r.fd, r.buf[:], 0)
+	if err != nil || n <= 0 {
+		return -1
+	}
+	f := strings.Fields(string(r.buf[:n]))
+	if len(f) < 2 {
+		return -1
+	}
+	v, err := strconv.ParseInt(f[1], 10, 64)
+	if err != nil {
+		return -1
+	}
+	return v
+}
+
+func (r *runDelay) close() {
+	if r.fd >= 0 {
+		unix.Close(r.fd)
+	}
 }
 
 func sleepUntil(deadline int64) {

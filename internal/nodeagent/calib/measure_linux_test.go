@@ -17,6 +17,9 @@ func TestMeasureThisNode(t *testing.T) {
 	if r.BusyQuiet <= 0 || r.BusyQuiet > 1 {
 		t.Errorf("quiet fraction of the busy sleeps %.3f: want (0, 1] (the spinner's CPU clock is read)", r.BusyQuiet)
 	}
+	if r.IdleQuiet <= 0 || r.IdleQuiet > 1 {
+		t.Errorf("quiet fraction of the idle sleeps %.3f: want (0, 1] (the run delay is read)", r.IdleQuiet)
+	}
 	for name, v := range map[string]int64{"idle timer lateness": r.IdleTimerLate, "busy timer lateness": r.BusyTimerLate,
 		"timer CPU": r.TimerCPU, "local wake-up": r.LocalWakeLate, "local message": r.LocalMessage} {
 		if v <= 0 || v > 5_000_000 {
