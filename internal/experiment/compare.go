@@ -321,20 +321,18 @@ func BestPredictedVariant(spec *v1alpha1.SchedExperimentSpec, results []v1alpha1
 	if len(shapes) <= 1 {
 		return BestVariant(spec, results)
 	}
-	winner, reasons := "", make([]string, 0, len(shapes))
+	winner, agree := "", true
+	reasons := make([]string, 0, len(shapes))
 	for i, sh := range shapes {
 		b, why := BestVariant(spec, byShape[sh])
 		reasons = append(reasons, sh+": "+why)
-		if b == "" || b == v1alpha1.NoSignificantDifference || (i > 0 && b != winner) {
-			winner = v1alpha1.NoSignificantDifference
-			continue
-		}
-		if winner != v1alpha1.NoSignificantDifference {
+		if i == 0 {
 			winner = b
 		}
+		agree = agree && b != "" && b != v1alpha1.NoSignificantDifference && b == winner
 	}
-	if winner == v1alpha1.NoSignificantDifference {
-		return winner, "no variant wins on every node shape: " + joinReasons(reasons)
+	if !agree {
+		return v1alpha1.NoSignificantDifference, "no variant wins on every node shape: " + joinReasons(reasons)
 	}
 	return winner, "best on every node shape: " + joinReasons(reasons)
 }

@@ -75,35 +75,27 @@ func nodeReport(n v1alpha1.NodeShape) NodeReport {
 func SimulationReport(spec *v1alpha1.SchedExperimentSpec, preds []Prediction) *Report {
 	r := &Report{}
 	idx := map[string]int{}
-	for _, p := range preds {
-		k := p.Shape + "/" + p.Variant
-		i, ok := idx[k]
+	// The rows the best variant is chosen on, as the controller's Simulate
+	// mode chooses it: a prediction wins only if its interval over the
+	// seeds is apart from the others'; each shape is a separate question.
+	results := make([]v1alpha1.GroupResult, 0, len(preds))
+	for k := range preds {
+		p := &preds[k]
+		key := p.Shape + "/" + p.Variant
+		i, ok := idx[key]
 		if !ok {
 			i = len(r.Variants)
-			idx[k] = i
+			idx[key] = i
 			r.Variants = append(r.Variants, VariantReport{Name: p.Variant, Node: nodeReport(p.Node)})
 		}
+		row := PredictedResult(p)
 		if p.Unsupported != "" {
 			r.Variants[i].Unsupported = p.Unsupported
-			r.Variants[i].Groups = append(r.Variants[i].Groups, GroupReport{Name: p.Group, Tasks: p.Tasks})
-			continue
+		} else {
+			results = append(results, row)
 		}
-		g := GroupReport{Name: p.Group, Tasks: p.Tasks, Predicted: &p.Metrics}
-		if p.Replicas > 1 {
-			g.PredictedLow, g.PredictedHigh = &p.Low, &p.High
-		}
-		r.Variants[i].Groups = append(r.Variants[i].Groups, g)
-	}
-	// The best variant, as the controller's Simulate mode chooses it: a
-	// prediction wins only if its interval over the seeds is apart from
-	// the others'. With several shapes, each shape is a separate question.
-	results := make([]v1alpha1.GroupResult, 0, len(preds))
-	for i := range preds {
-		p := &preds[i]
-		if p.Unsupported != "" {
-			continue
-		}
-		results = append(results, PredictedResult(p))
+		r.Variants[i].Groups = append(r.Variants[i].Groups, GroupReport{Name: p.Group, Tasks: p.Tasks,
+			Predicted: row.Predicted, PredictedLow: row.PredictedLow, PredictedHigh: row.PredictedHigh})
 	}
 	if len(spec.Objectives) > 0 {
 		r.BestVariant, r.BestReason = BestPredictedVariant(spec, results)
