@@ -567,6 +567,22 @@ func measuringThreadsCPU(pid int) (measuring, main time.Duration) {
 	return measuring, main
 }
 
+// median is the middle value of x (the upper one of an even count).
+func median(x []float64) float64 {
+	x = slices.Clone(x)
+	slices.Sort(x)
+	return x[len(x)/2]
+}
+
+// mean is the average of x.
+func mean(x []float64) float64 {
+	var t float64
+	for _, v := range x {
+		t += v
+	}
+	return t / float64(len(x))
+}
+
 // cBinary builds one of the reference programs in testdata.
 func cBinary(t *testing.T, name string) string {
 	t.Helper()
@@ -704,7 +720,6 @@ func TestLatencyProbeMatchesCyclictest(t *testing.T) {
 					t.Errorf("round %d: the probe perturbed its own window: %+v", round+1, *inv)
 				}
 			}
-			med := func(x []float64) float64 { x = slices.Clone(x); slices.Sort(x); return x[len(x)/2] }
 			// Other processes' CPU lands on the probe and the references
 			// unevenly (p50 119 vs 98 µs and 24.5 vs 15.6 µs of CPU per
 			// wake-up were seen with 1.7 CPUs of other load): the
@@ -719,9 +734,9 @@ func TestLatencyProbeMatchesCyclictest(t *testing.T) {
 			// own, the probe's p50 was 9-16 % above both references' in two
 			// runs of five with autogroup off: their timers coalesced.)
 			const tol = 0.10
-			lo, hi := min(med(p50s[1]), med(p50s[2])), max(med(p50s[1]), med(p50s[2]))
-			if a := med(p50s[0]); a < (1-tol)*lo-2 || a > (1+tol)*hi+2 {
-				t.Errorf("p50 %.0f µs vs cyclictest %.0f µs and the C probe %.0f µs (rounds %v vs %v and %v): more than %.0f%% outside", a, med(p50s[1]), med(p50s[2]), p50s[0], p50s[1], p50s[2], 100*tol)
+			lo, hi := min(median(p50s[1]), median(p50s[2])), max(median(p50s[1]), median(p50s[2]))
+			if a := median(p50s[0]); a < (1-tol)*lo-2 || a > (1+tol)*hi+2 {
+				t.Errorf("p50 %.0f µs vs cyclictest %.0f µs and the C probe %.0f µs (rounds %v vs %v and %v): more than %.0f%% outside", a, median(p50s[1]), median(p50s[2]), p50s[0], p50s[1], p50s[2], 100*tol)
 			}
 			// p99: the tails swing from window to window for every tool
 			// (autogroup on, the C probe and cyclictest side by side:
@@ -763,13 +778,6 @@ func TestLatencyProbeMatchesCyclictest(t *testing.T) {
 			// 0.069 vs 0.062 and 0.055 off, 0.035 vs 0.043 and 0.038 on).
 			// A probe that woke a tick late, or perturbed its window, is
 			// far outside.
-			mean := func(x []float64) float64 {
-				var t float64
-				for _, v := range x {
-					t += v
-				}
-				return t / float64(len(x))
-			}
 			if a, b, c := mean(lates[0]), mean(lates[1]), mean(lates[2]); a > 2*max(b, c)+0.005 || a < 0.5*min(b, c)-0.005 {
 				t.Errorf("%.4f of the wake-ups %d µs or more late vs cyclictest's %.4f and the C probe's %.4f: more than 2× apart (rounds %v vs %v and %v)", a, lateUs, b, c, lates[0], lates[1], lates[2])
 			}
@@ -784,12 +792,11 @@ func TestLatencyProbeMatchesCyclictest(t *testing.T) {
 	// measuring thread, 11.2-21.9 µs for the C probe, 10.5-23.1 µs for the
 	// probe were seen, each the dearest in some window), so three windows
 	// of one mode are too few.
-	med := func(x []float64) float64 { x = slices.Clone(x); slices.Sort(x); return x[len(x)/2] }
 	if len(quietCPUs[0]) < 3 || len(quietCPUs[1]) == 0 || len(quietCPUs[2]) == 0 {
 		t.Logf("fewer than 3 quiet windows: CPU per wake-up not compared (%v vs %v and %v ns)", quietCPUs[0], quietCPUs[1], quietCPUs[2])
 		return
 	}
-	if a, b, c := med(quietCPUs[0]), med(quietCPUs[1]), med(quietCPUs[2]); a > 1.5*max(b, c) {
+	if a, b, c := median(quietCPUs[0]), median(quietCPUs[1]), median(quietCPUs[2]); a > 1.5*max(b, c) {
 		t.Errorf("%.1f µs of CPU per wake-up vs cyclictest's %.1f µs and the C probe's %.1f µs: more than 1.5× (windows %v vs %v and %v ns)", a/1e3, b/1e3, c/1e3, quietCPUs[0], quietCPUs[1], quietCPUs[2])
 	}
 }
@@ -858,12 +865,11 @@ func TestPingPongMatchesPerfPipe(t *testing.T) {
 	// The rate of a pair moves with where the kernel puts the two sides
 	// (perf's own rounds moved 25 % here): the median of ours must lie within
 	// 15 % of the range perf spanned over the same rounds.
-	med := func(x []float64) float64 { x = slices.Clone(x); slices.Sort(x); return x[len(x)/2] }
 	if slices.Max(noises) > quiet {
 		t.Logf("other processes used %.2f CPUs in some window (%v): rates not compared: %v vs perf %v", slices.Max(noises), noises, ours, perfs)
 		return
 	}
-	if a, lo, hi := med(ours), slices.Min(perfs), slices.Max(perfs); a < 0.85*lo || a > 1.15*hi {
+	if a, lo, hi := median(ours), slices.Min(perfs), slices.Max(perfs); a < 0.85*lo || a > 1.15*hi {
 		t.Errorf("%.0f round trips/s vs perf bench sched pipe's %.0f..%.0f (rounds %v vs %v): more than 15%% outside", a, lo, hi, ours, perfs)
 	}
 }
@@ -1010,17 +1016,16 @@ func TestPeriodicMissesMatchAReferenceLoop(t *testing.T) {
 	// from many misses to none), so the median of ours is compared with the
 	// range the reference spanned, widened by 0.05 and by two binomial
 	// standard errors of one window's ratio.
-	med := func(x []float64) float64 { x = slices.Clone(x); slices.Sort(x); return x[len(x)/2] }
 	// The Periodic's CPU per period is its run plus its wake-up; the
 	// loop's is its run alone: within 5 %.
-	if a, b := med(cpus[0]), med(cpus[1]); a < b || a > 1.05*b {
+	if a, b := median(cpus[0]), median(cpus[1]); a < b || a > 1.05*b {
 		t.Errorf("the Periodic used %.0f µs of CPU per period vs the reference loop's %.0f µs per run: not within 5 %%", a/1e3, b/1e3)
 	}
 	if slices.Max(noises) > quiet {
 		t.Logf("other processes used %.2f CPUs in some window (%v): miss ratios not compared: %v vs the reference loop's %v", slices.Max(noises), noises, ours, refs)
 		return
 	}
-	a, lo, hi := med(ours), slices.Min(refs), slices.Max(refs)
+	a, lo, hi := median(ours), slices.Min(refs), slices.Max(refs)
 	se := 2 * math.Sqrt(max(a, 0.01)*(1-min(a, 0.99))/(windowLen.Seconds()/period.Seconds()))
 	if a < lo-0.05-se || a > hi+0.05+se {
 		t.Errorf("schedlab Periodic missed %.3f of its periods (rounds %v) vs the reference loop's %.3f..%.3f (rounds %v): outside by more than 0.05 + %.3f", a, ours, lo, hi, refs, se)
