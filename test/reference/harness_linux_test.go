@@ -630,15 +630,21 @@ func TestLatencyProbeMatchesCyclictest(t *testing.T) {
 				var load procs
 				load.start(t, root, true, "/bin/sh", "-c", "for i in 1 2 3 4 5 6; do sh -c 'while :; do :; done' & done; wait")
 				// Each tool sleeps on the interval's grid at its own phase
-				// (a quarter, a half and three quarters of the interval).
-				// Sleepers with one period whose deadlines fall within a
-				// timer slack of each other on one CPU share a timer
-				// interrupt: left to their start times, two tools were
-				// seen 20 µs apart, one waking 30 µs early and the other
-				// behind it (p50 78 vs 107 µs). The tick, on the same grid
-				// (tick_init_jiffy_update), sits near phase 0.
+				// (450, 600 and 750 µs of the 1 ms interval). Sleepers
+				// with one period whose deadlines fall within a timer
+				// slack of each other on one CPU share a timer interrupt:
+				// left to their start times, two tools were seen 20 µs
+				// apart, one waking 30 µs early and the other behind it
+				// (p50 78 vs 107 µs). The tick, on the same grid
+				// (tick_init_jiffy_update), sits near phase 0, and a
+				// hog picked at a tick keeps its slice protection
+				// (RUN_TO_PARITY) for 1.4 ms on 2 CPUs: a phase below
+				// 0.4 ms puts two of every four wake-ups in that window,
+				// a phase from 0.4 ms up one, so all three phases lie
+				// above it. At 250 µs the probe had 2.6x the C probe's
+				// late wake-ups on a quiet machine (0.023 vs 0.009).
 				s, err := workload.Start(context.Background(), workload.Spec{WorkerBinary: selfBinary(t), RootProcs: root, Tasks: []workload.Task{
-					{Group: "probe", Session: "probe", Pattern: v1alpha1.Pattern{Type: v1alpha1.PatternLatencyProbe, Interval: &metav1.Duration{Duration: interval}}, Peer: -1, PhaseNs: int64(interval) / 4},
+					{Group: "probe", Session: "probe", Pattern: v1alpha1.Pattern{Type: v1alpha1.PatternLatencyProbe, Interval: &metav1.Duration{Duration: interval}}, Peer: -1, PhaseNs: int64(interval) * 45 / 100},
 				}})
 				if err != nil {
 					load.stop()
@@ -648,7 +654,7 @@ func TestLatencyProbeMatchesCyclictest(t *testing.T) {
 				var refs procs
 				var out, cout strings.Builder
 				cmd := refs.startOut(t, &out, root, true, "cyclictest", "-m", "-q", "-i", strconv.Itoa(int(interval.Microseconds())), "-h", "30000", "-D", strconv.Itoa(secs), "--secaligned", strconv.Itoa(int(interval.Microseconds())*3/4))
-				ccmd := refs.startOut(t, &cout, root, true, cprobe, strconv.FormatInt(interval.Nanoseconds(), 10), strconv.FormatInt(warmupLen.Nanoseconds(), 10), strconv.FormatInt(windowLen.Nanoseconds(), 10), strconv.FormatInt(interval.Nanoseconds()/2, 10))
+				ccmd := refs.startOut(t, &cout, root, true, cprobe, strconv.FormatInt(interval.Nanoseconds(), 10), strconv.FormatInt(warmupLen.Nanoseconds(), 10), strconv.FormatInt(windowLen.Nanoseconds(), 10), strconv.FormatInt(interval.Nanoseconds()*60/100, 10))
 				time.Sleep(*warmupLen)
 				sids := []int{load.cmds[0].Process.Pid, cmd.Process.Pid, ccmd.Process.Pid}
 				if sid, err := unix.Getsid(s.PIDs()[0]); err == nil {
