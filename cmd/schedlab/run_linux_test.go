@@ -22,6 +22,9 @@ import (
 // (0.1 when every attempt was noisy, and said so; skipped when the machine
 // is too busy to measure anything).
 func TestRunWeightsAgainstSimulator(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: measures CPU shares on this machine's kernel")
+	}
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: creates cgroups")
 	}
