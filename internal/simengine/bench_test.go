@@ -1,17 +1,44 @@
 package simengine
 
 import (
+	"syscall"
 	"testing"
 	"time"
 )
 
-// benchRun runs in b.N times and reports events/s and simulated seconds per
-// wall second.
+// processCPU is the CPU time of the whole process so far (every thread:
+// the simulation's, the garbage collector's, the runtime's), as
+// getrusage(RUSAGE_SELF) reports it.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		panic(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// wakeups is the number of simulated wake-ups in the measured window: one
+// per voluntary context switch (every sleep ends in a wake-up).
+func wakeups(in *Input, r *Result) float64 {
+	var n float64
+	for _, g := range r.Groups {
+		n += g.Metrics.CtxSwitchesPerSec.Voluntary
+	}
+	return n * float64(in.DurationNs) / 1e9
+}
+
+// benchRun runs in b.N times. Besides the wall clock (ns/op) it reports the
+// CPU time of the whole process per run (cpu-ns/op, which counts the
+// garbage collector's threads too), simulated seconds per second of that
+// CPU time (simsec/cpu-s: the "× real time" of the speed goals), events per
+// CPU second, and, for inputs without a warmup, process CPU per simulated wake-up
+// (cpu-ns/wakeup).
 func benchRun(b *testing.B, in Input) {
 	b.ReportAllocs()
 	var events uint64
 	var simNs int64
-	start := time.Now()
+	var wakes float64
+	cpu0 := processCPU()
 	for i := 0; i < b.N; i++ {
 		r, err := Run(in)
 		if err != nil {
@@ -19,10 +46,16 @@ func benchRun(b *testing.B, in Input) {
 		}
 		events += r.Events
 		simNs += r.SimulatedNs
+		wakes += wakeups(&in, r)
 	}
-	wall := time.Since(start).Seconds()
-	b.ReportMetric(float64(events)/wall, "events/s")
-	b.ReportMetric(float64(simNs)/1e9/wall, "simsec/s")
+	cpu := (processCPU() - cpu0).Seconds()
+	b.ReportMetric(cpu*1e9/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64(simNs)/1e9/cpu, "simsec/cpu-s")
+	b.ReportMetric(float64(events)/cpu, "events/cpu-s")
+	if wakes > 0 && in.WarmupNs == 0 {
+		// Without a warmup every simulated wake-up is counted.
+		b.ReportMetric(cpu*1e9/wakes, "cpu-ns/wakeup")
+	}
 }
 
 // benchHogs8 is benchmark (a): 8 CPUs, 16 hogs in 9 groups (one group of 8
