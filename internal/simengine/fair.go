@@ -265,21 +265,19 @@ func (s *sim) pickEEVDF(cq int32, protect bool) int32 {
 		}
 		return r.leftmost
 	}
-	if curr >= 0 && !s.entityEligible(cq, curr) {
-		curr = -1
-	}
-	if protect && s.feat.runToParity && curr >= 0 {
-		c := &s.ents[curr]
-		if c.protectOK && c.protect == c.deadline {
-			return curr
-		}
-	}
-	// Eligibility: (v_i - min_vruntime) * load <= Σ (v_j - min_vruntime) w_j.
+	// Eligibility: (v_i - min_vruntime) * load <= Σ (v_j - min_vruntime) w_j,
+	// the sums over the tree and curr (entityEligible's, computed once for
+	// curr and the tree).
 	avg, load := r.avgSum, r.avgLoad
-	if r.currOn {
-		c := &s.ents[r.curr]
+	if curr >= 0 {
+		c := &s.ents[curr]
 		avg += (c.vruntime - r.minV) * c.weight
 		load += c.weight
+		if avg < (c.vruntime-r.minV)*load {
+			curr = -1 // not eligible
+		} else if protect && s.feat.runToParity && c.protectOK && c.protect == c.deadline {
+			return curr
+		}
 	}
 	// n is eligible iff x*load <= avg with x = v - min_vruntime, i.e.
 	// x <= floor(avg / load). The product is used (no division) while it
@@ -851,6 +849,20 @@ func (s *sim) reweightEntity(cq, se int32, w int64) {
 	if !s.eevdf {
 		r.load += w - old
 		e.setWeight(w)
+		return
+	}
+	if x := e.vruntime - r.minV; isCurr && r.nr == 1 && uint64(x+1<<40) < 1<<41 {
+		// Alone on its queue (a group entity alone under its parent, the
+		// common case): V is its own vruntime, so its lag is 0 and it is
+		// placed where it is, by either placement below (V = min_vruntime
+		// + x*w/w exactly: |x| < 2^40 and w <= 2^18 cannot overflow); only
+		// the relative deadline scales.
+		e.vlag = 0
+		rel := (e.deadline - e.vruntime) * old / w
+		e.setWeight(w)
+		e.deadline = e.vruntime + rel
+		r.load += w - old
+		s.updateMinVruntime(cq)
 		return
 	}
 	s.updateEntityLag(cq, se)
