@@ -216,16 +216,7 @@ func (s *sim) entitySlice(se int32) int64 {
 		}
 		return s.baseSlice
 	}
-	r := &s.rqs[e.my]
-	m := int64(never)
-	if r.currOn {
-		m = s.ents[r.curr].slice
-	}
-	for i := range r.tree {
-		if sl := r.tree[i].slice; sl < m {
-			m = sl
-		}
-	}
+	m := s.minSlice(e.my)
 	if m == never {
 		return s.baseSlice
 	}
@@ -249,10 +240,78 @@ func (s *sim) updateDeadline(cq, se int32) {
 	}
 }
 
+// protectSlice is protect_slice(): whether curr se still runs under the
+// protection it was picked with. v6.6..v6.16: with RUN_TO_PARITY, until its
+// deadline changes (the kernel stashes the deadline in se->vlag at pick,
+// and a new deadline, a reweight or cancel_protect_slice() breaks the
+// equality). v6.17+: while vruntime < se->vprot (set_protect_slice()); the
+// feature only shapes the protection when it is set.
+func (s *sim) protectSlice(se int32) bool {
+	e := &s.ents[se]
+	if !e.protectOK {
+		return false
+	}
+	if s.vprot {
+		return e.vruntime-e.protect < 0
+	}
+	return s.feat.runToParity && e.protect == e.deadline
+}
+
+// cancelProtectSlice is cancel_protect_slice(): v6.17+ sets se->vprot to
+// the current vruntime, earlier releases break the stashed deadline.
+func (s *sim) cancelProtectSlice(se int32) {
+	s.ents[se].protectOK = false
+}
+
+// minSlice is cfs_rq_min_slice() (v6.12): the smallest slice of curr (if
+// queued) and the queued entities; never when there is none.
+func (s *sim) minSlice(cq int32) int64 {
+	r := &s.rqs[cq]
+	m := int64(never)
+	if r.currOn {
+		m = s.ents[r.curr].slice
+	}
+	for i := range r.tree {
+		if sl := r.tree[i].slice; sl < m {
+			m = sl
+		}
+	}
+	return m
+}
+
+// setProtectSlice is set_protect_slice() (v6.17+, called from
+// set_next_entity() after se left the tree): protection up to the deadline,
+// or for a shorter quantum when another queued entity has a shorter slice
+// (RUN_TO_PARITY) or the normalized base slice is shorter (NO_RUN_TO_PARITY).
+func (s *sim) setProtectSlice(cq, se int32) {
+	e := &s.ents[se]
+	slice := s.normBaseSlice
+	if s.feat.runToParity {
+		slice = s.minSlice(cq)
+	}
+	slice = min(slice, e.slice)
+	vprot := e.deadline
+	if slice != e.slice {
+		vprot = min(vprot, e.vruntime+calcDeltaFair(slice, e))
+	}
+	e.protect, e.protectOK = vprot, true
+}
+
+// updateProtectSlice is update_protect_slice() (v6.17+): a shorter-slice
+// wake-up that did not preempt curr shortens curr's protection to the
+// queue's smallest slice from now.
+func (s *sim) updateProtectSlice(cq, se int32) {
+	e := &s.ents[se]
+	if !e.protectOK {
+		return // se->vprot holds a lag (see reweightEntity): already past
+	}
+	e.protect = min(e.protect, e.vruntime+calcDeltaFair(s.minSlice(cq), e))
+}
+
 // pickEEVDF is pick_eevdf()/__pick_eevdf(cfs_rq, protect) (v6.6, with the
-// v6.12 protect argument): the eligible entity with the earliest virtual
-// deadline; with RUN_TO_PARITY the current entity keeps the CPU until the
-// deadline it was picked with.
+// v6.17 protect argument): the eligible entity with the earliest virtual
+// deadline; curr keeps the CPU while its slice protection lasts
+// (protectSlice).
 func (s *sim) pickEEVDF(cq int32, protect bool) int32 {
 	r := &s.rqs[cq]
 	curr := int32(-1)
@@ -275,7 +334,7 @@ func (s *sim) pickEEVDF(cq int32, protect bool) int32 {
 		load += c.weight
 		if avg < (c.vruntime-r.minV)*load {
 			curr = -1 // not eligible
-		} else if protect && s.feat.runToParity && c.protectOK && c.protect == c.deadline {
+		} else if protect && s.protectSlice(curr) {
 			return curr
 		}
 	}
@@ -371,10 +430,15 @@ func (s *sim) updateCurrSlow(cq int32) {
 	if s.eevdf && e.vruntime-e.deadline >= 0 {
 		s.updateDeadline(cq, cur) // the request is used up
 	}
-	if s.didPreemptShort && r.nr > 1 && !(e.protectOK && e.protect == e.deadline) && !s.entityEligible(cq, cur) {
+	if s.didPreemptShort && r.nr > 1 && !s.protectSlice(cur) && !s.entityEligible(cq, cur) {
 		// update_curr() (v6.12..v6.16): did_preempt_short(), a curr whose
 		// slice protection was cancelled (a shorter-slice wake-up, a new
 		// deadline or a reweight) is rescheduled once it is not eligible.
+		s.reschedCurr(r.cpu, false)
+	} else if s.vprot && r.nr > 1 && !s.protectSlice(cur) {
+		// update_curr() (v6.17+, "Always trigger resched at the end of a
+		// protected period"): past its protection, curr is rescheduled
+		// whenever another entity is queued, eligible or not.
 		s.reschedCurr(r.cpu, false)
 	}
 	s.updateMinVruntime(cq)
@@ -843,6 +907,13 @@ func (s *sim) reweightEntity(cq, se int32, w int64) {
 	isCurr := r.curr == se
 	if isCurr {
 		s.updateCurr(cq)
+		if s.vprot {
+			// se->vprot is se->vlag (a union, v6.17..v6.18; tip commit
+			// 6b6d09f separates them): update_entity_lag() below
+			// overwrites it with a lag, which protect_slice() compares
+			// with a vruntime, so the protection is over.
+			e.protectOK = false
+		}
 	}
 	s.updateRqLoad(cq)
 	s.updateSeLoad(se)
@@ -944,8 +1015,12 @@ func (s *sim) setNextEntity(cq, se int32) {
 	e := &s.ents[se]
 	if e.onRq {
 		s.dequeueTree(cq, se)
-		e.protect = e.deadline
-		e.protectOK = true
+		if s.vprot {
+			s.setProtectSlice(cq, se)
+		} else {
+			e.protect = e.deadline
+			e.protectOK = true
+		}
 	}
 	s.rqs[cq].curr = se
 	s.rqs[cq].currStart = s.now // exec_start; written back to the entity at put
@@ -1076,6 +1151,11 @@ func (s *sim) checkPreemptWakeup(c, ti, wakerCPU int32) {
 	// Preempt an idle group in favor of a non-idle group (and don't preempt
 	// in the inverse case).
 	if cIdle && !pIdle {
+		if s.vprot {
+			// v6.17: do_preempt_short = true; goto preempt, which cancels
+			// the idle entity's protection.
+			s.cancelProtectSlice(se)
+		}
 		s.reschedCurr(c, lazy)
 		return
 	}
@@ -1087,29 +1167,60 @@ func (s *sim) checkPreemptWakeup(c, ti, wakerCPU int32) {
 	if s.trace != nil {
 		r := &s.rqs[cq]
 		s.trace("  check wakeup: V=%d curr se%d v=%d d=%d prot=%v elig=%v | wakee se%d v=%d d=%d lag=%d", s.avgVruntime(cq),
-			se, s.ents[se].vruntime, s.ents[se].deadline, s.ents[se].protectOK && s.ents[se].protect == s.ents[se].deadline, s.entityEligible(cq, se),
+			se, s.ents[se].vruntime, s.ents[se].deadline, s.protectSlice(se), s.entityEligible(cq, se),
 			pse, s.ents[pse].vruntime, s.ents[pse].deadline, s.ents[pse].vlag)
 		for _, n := range r.tree {
 			s.trace("    tree se%d v=%d d=%d w=%d", n.se, n.v, n.d, s.ents[n.se].weight)
 		}
 	}
-	if s.eevdf {
+	if s.eevdf && s.vprot {
+		// v6.17+: a shorter slice lets the pick ignore curr's protection;
+		// the protection is cancelled only when the wakee is picked, and
+		// otherwise tightened to the shortest slice queued.
 		doPreemptShort := s.feat.preemptShort && s.ents[pse].slice < s.ents[se].slice
 		if s.pickEEVDF(cq, !doPreemptShort) == pse {
 			if doPreemptShort {
-				s.ents[se].protectOK = false // cancel_protect_slice()
+				s.cancelProtectSlice(se)
 			}
 			s.reschedCurr(c, lazy)
 			return
 		}
 		if s.feat.runToParity && doPreemptShort {
-			s.ents[se].protectOK = false // cancel_protect_slice()
+			s.updateProtectSlice(cq, se)
+		}
+		return
+	}
+	if s.eevdf {
+		// v6.6..v6.16: do_preempt_short() (v6.12..v6.16) cancels curr's
+		// protection, even when the wakee does not turn out to be picked;
+		// then pick_eevdf() with whatever protection is left.
+		if s.doPreemptShort(cq, pse, se) {
+			s.cancelProtectSlice(se)
+		}
+		if s.pickEEVDF(cq, true) == pse {
+			s.reschedCurr(c, lazy)
 		}
 		return
 	}
 	if s.wakeupPreemptEntity(se, pse) == 1 {
 		s.reschedCurr(c, lazy)
 	}
+}
+
+// doPreemptShort is do_preempt_short() (v6.12..v6.16): the wakee pse has a
+// shorter slice than curr se, is eligible, and either has the earlier
+// deadline or curr is no longer eligible.
+func (s *sim) doPreemptShort(cq, pse, se int32) bool {
+	if !s.feat.preemptShort || s.ents[pse].slice >= s.ents[se].slice {
+		return false
+	}
+	if !s.entityEligible(cq, pse) {
+		return false
+	}
+	if s.ents[pse].deadline-s.ents[se].deadline < 0 { // entity_before()
+		return true
+	}
+	return !s.entityEligible(cq, se)
 }
 
 // ---- the tick ----

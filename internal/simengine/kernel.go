@@ -75,10 +75,26 @@ type kernelRules struct {
 	// didPreemptShort: update_curr() of v6.12..v6.16 reschedules a curr
 	// whose slice protection was cancelled (its stashed deadline is no
 	// longer its deadline) once it is not eligible (did_preempt_short()).
-	// v6.17 ("sched/fair: Limit run to parity to the min slice of enqueued
-	// entities") replaced it with se->vprot and a resched whenever curr is
-	// past its protection, which the simulator does not model yet.
+	// v6.17 replaced it with se->vprot (see vprot). The same releases
+	// decide a shorter-slice wake-up with do_preempt_short() (its
+	// eligibility and deadline tests, cancelling curr's protection even
+	// when the wakee is not picked).
 	didPreemptShort bool
+	// vprot: the slice protection of v6.17 and later (Vincent Guittot's
+	// series, commits 052c3d87c82e "Limit run to parity to the min slice
+	// of enqueued entities", 9de74a9850b9 "Remove spurious shorter slice
+	// preemption", 3a0baa8e6c57 "Fix entity's lag with run to parity",
+	// 0b9ca2dcabc3 "Always trigger resched at the end of a protected
+	// period", and "Fix NO_RUN_TO_PARITY case"): set_next_entity() sets
+	// se->vprot = min(deadline, vruntime + the queue's smallest slice)
+	// (set_protect_slice(); with NO_RUN_TO_PARITY a quantum of
+	// min(normalized base slice, slice)); pick_eevdf() keeps curr while
+	// vruntime < vprot; update_curr() reschedules whenever curr is past it
+	// and another entity is queued; a shorter-slice wake-up that does not
+	// preempt only tightens it (update_protect_slice()). se->vprot shares a
+	// union with se->vlag (until tip commit 6b6d09f, December 2025), so
+	// reweight_entity() of curr, which writes se->vlag, ends the protection.
+	vprot bool
 }
 
 // referenceKernel is the release the simulator models when Node.Kernel is
@@ -93,6 +109,7 @@ func rulesFor(v kernelVersion) kernelRules {
 		completeEEVDF:     v.atLeast(6, 12, 0),
 		reweightPlaceCurr: v.atLeast(6, 13, 0) && !v.atLeast(7, 0, 0) && !(v.major == 6 && v.minor == 18 && v.patch >= 45),
 		didPreemptShort:   v.atLeast(6, 12, 0) && !v.atLeast(6, 17, 0),
+		vprot:             v.atLeast(6, 17, 0),
 	}
 }
 

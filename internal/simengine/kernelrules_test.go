@@ -60,14 +60,15 @@ func TestMigratedTaskHotness(t *testing.T) {
 
 // update_curr() of v6.12..v6.16 reschedules a curr whose slice protection was
 // cancelled as soon as it is not eligible (did_preempt_short()); with its
-// protection intact it runs on to its deadline. v6.17 replaced the rule.
+// protection intact it runs on to its deadline. v6.17 reschedules any curr
+// past its protection (see TestSliceProtectionV617 for an eligible one).
 func TestDidPreemptShort(t *testing.T) {
 	for _, c := range []struct {
 		kernel    string
 		cancelled bool
 		want      bool
 	}{
-		{"6.12", true, true}, {"6.16", true, true}, {"6.12", false, false}, {"6.18.44", true, false},
+		{"6.12", true, true}, {"6.16", true, true}, {"6.12", false, false}, {"6.18.44", true, true}, {"6.18.44", false, false},
 	} {
 		s := startedSim(t, Input{Node: Node{CPUs: 1, Kernel: c.kernel}, DurationNs: 1e9, Seed: 1,
 			Groups: []Group{{Name: "hogs", Tasks: 2}}})
@@ -86,6 +87,182 @@ func TestDidPreemptShort(t *testing.T) {
 		}
 		if got := s.cpus[0].needResched; got != c.want {
 			t.Errorf("%s, protection cancelled %v: rescheduled = %v, want %v", c.kernel, c.cancelled, got, c.want)
+		}
+	}
+}
+
+// setKeys moves entity se of queue cq to vruntime v, deadline d and slice
+// sl, keeping the tree and avg_vruntime's sums consistent.
+func setKeys(s *sim, cq, se int32, v, d, sl int64) {
+	inTree := s.rqs[cq].curr != se
+	if inTree {
+		s.dequeueTree(cq, se)
+	}
+	e := &s.ents[se]
+	e.vruntime, e.deadline, e.slice = v, d, sl
+	if inTree {
+		s.enqueueTree(cq, se)
+	}
+}
+
+// The v6.17 slice protection (set_protect_slice(), protect_slice() and the
+// resched in update_curr()), against the v6.12 rules it replaced.
+func TestSliceProtectionV617(t *testing.T) {
+	// set_protect_slice(): up to the deadline while every queued slice is
+	// curr's; to the shortest queued slice with RUN_TO_PARITY; to the
+	// normalized base slice (0.7 ms; 1.4 ms on 2 CPUs) without it.
+	for _, c := range []struct {
+		parity  bool
+		shortNs int64 // a queued entity's slice; 0: the base slice
+		want    int64 // protection length in ns of curr's (nice 0) vruntime; 0: the deadline
+	}{{true, 0, 0}, {true, 200_000, 200_000}, {false, 0, 700_000}, {false, 200_000, 700_000}} {
+		s := startedSim(t, Input{Node: Node{CPUs: 2, Kernel: "6.18.44"}, DurationNs: 1e9, Seed: 1,
+			Knobs:  Knobs{Features: map[string]bool{"RUN_TO_PARITY": c.parity}},
+			Groups: []Group{{Name: "hogs", Tasks: 4}}})
+		// The CPU where hogs wait (fork placed three of the four on one).
+		c1 := int32(0)
+		if s.rqs[s.ents[s.tasks[s.cpus[1].curr].se].rq].nr > 1 {
+			c1 = 1
+		}
+		cur := s.tasks[s.cpus[c1].curr].se
+		cq := s.ents[cur].rq // the group's queue on that CPU
+		r := &s.rqs[cq]
+		if len(r.tree) == 0 {
+			t.Fatalf("no hog waits on either CPU")
+		}
+		if c.shortNs > 0 {
+			o := r.tree[0].se
+			setKeys(s, cq, o, s.ents[o].vruntime, s.ents[o].deadline, c.shortNs)
+		}
+		e := &s.ents[cur]
+		s.setProtectSlice(cq, cur)
+		want := e.deadline
+		if c.want > 0 {
+			want = e.vruntime + calcDeltaFair(c.want, e)
+		}
+		if e.protect != want || !e.protectOK {
+			t.Errorf("RUN_TO_PARITY %v, queued slice %d: vprot %d (ok %v), want %d (vruntime %d, deadline %d)",
+				c.parity, c.shortNs, e.protect, e.protectOK, want, e.vruntime, e.deadline)
+		}
+	}
+
+	// update_curr(): an eligible curr past its protection is rescheduled on
+	// 6.18 (and not on 6.12, where did_preempt_short() waits until it is not
+	// eligible). Two hogs on one CPU: at the first tick (4 ms) the first one
+	// has used its request and the second is picked, well behind V.
+	for _, c := range []struct {
+		kernel string
+		want   bool
+	}{{"6.18.44", true}, {"6.12", false}} {
+		s := startedSim(t, Input{Node: Node{CPUs: 1, Kernel: c.kernel}, DurationNs: 1e9, Seed: 1,
+			Groups: []Group{{Name: "hogs", Tasks: 2}}})
+		s.end = 4_100_000
+		s.loop()
+		cur := s.tasks[s.cpus[0].curr].se
+		cq := s.ents[cur].rq
+		s.now = 4_200_000
+		s.updateCurr(cq)
+		if !s.protectSlice(cur) || !s.entityEligible(cq, cur) || s.cpus[0].needResched {
+			t.Fatalf("%s: the hog picked at the tick: protected %v, eligible %v, resched %v; want protected, eligible, no resched",
+				c.kernel, s.protectSlice(cur), s.entityEligible(cq, cur), s.cpus[0].needResched)
+		}
+		s.cancelProtectSlice(cur)
+		s.now = 4_300_000
+		s.updateCurr(cq)
+		if !s.entityEligible(cq, cur) {
+			t.Fatalf("%s: the hog is no longer eligible 0.3 ms after its pick", c.kernel)
+		}
+		if got := s.cpus[0].needResched; got != c.want {
+			t.Errorf("%s: eligible curr whose protection ended: rescheduled %v, want %v", c.kernel, got, c.want)
+		}
+	}
+
+	// reweight_entity() of curr writes se->vlag, which is se->vprot on
+	// 6.17..6.18: the protection ends although vruntime is still below the
+	// vprot that set_protect_slice() gave.
+	s := startedSim(t, Input{Node: Node{CPUs: 1, Kernel: "6.18.44"}, DurationNs: 1e9, Seed: 1,
+		Groups: []Group{{Name: "a", Tasks: 1}, {Name: "b", Tasks: 1}}})
+	s.end = 4_100_000
+	s.loop()
+	ge := s.ents[s.tasks[s.cpus[0].curr].se].parent
+	cq := s.ents[ge].rq
+	if ge < 0 || !s.protectSlice(ge) {
+		t.Fatalf("the group entity picked at the tick is not protected (se%d)", ge)
+	}
+	vprot := s.ents[ge].protect
+	s.now = 4_200_000
+	s.reweightEntity(cq, ge, s.ents[ge].weight/2)
+	if e := &s.ents[ge]; s.protectSlice(ge) || e.vruntime-vprot >= 0 {
+		t.Errorf("after a reweight of curr: protected %v (vruntime %d, vprot before %d); want the protection gone with vruntime still below it",
+			s.protectSlice(ge), e.vruntime, vprot)
+	}
+}
+
+// do_preempt_short() (v6.12..v6.16): a wakee with a shorter slice cancels
+// curr's protection only when it is eligible and either has the earlier
+// deadline or curr is not eligible. v6.17 tightens the protection instead
+// (update_protect_slice()) when the wakee is not picked.
+func TestDoPreemptShort(t *testing.T) {
+	const base = 700_000
+	for _, c := range []struct {
+		name           string
+		pv, pd, cv, ov int64 // wakee's vruntime and deadline, curr's vruntime, the third entity's vruntime
+		want           bool
+	}{
+		{"wakee not eligible", 10_000_000, 10_100_000, 1000, 1000, false},
+		{"wakee eligible, earlier deadline", 0, 100_000, 1000, 1000, true},
+		{"wakee eligible, later deadline, curr eligible", 0, base + 2000, 1000, 3000, false},
+		{"wakee eligible, later deadline, curr not eligible", 0, base + 600_000, 500_000, 0, true},
+	} {
+		for _, kernel := range []string{"6.12", "6.18.44"} {
+			s := startedSim(t, Input{Node: Node{CPUs: 1, Kernel: kernel}, DurationNs: 1e9, Seed: 1,
+				Groups: []Group{{Name: "hogs", Tasks: 3}}})
+			cti := s.cpus[0].curr
+			cur := s.tasks[cti].se
+			cq := s.ents[cur].rq
+			m := s.rqs[cq].minV
+			var pti, o int32 = -1, -1
+			for ti := int32(0); ti < 3; ti++ {
+				if ti == cti {
+					continue
+				}
+				if pti < 0 {
+					pti = ti
+				} else {
+					o = s.tasks[ti].se
+				}
+			}
+			pse := s.tasks[pti].se
+			setKeys(s, cq, cur, m+c.cv, m+c.cv+base, base)
+			setKeys(s, cq, o, m+c.ov, m+c.ov+base, base)
+			setKeys(s, cq, pse, m+c.pv, m+c.pd, 100_000)
+			if kernel == "6.12" {
+				if got := s.doPreemptShort(cq, pse, cur); got != c.want {
+					t.Errorf("%s: do_preempt_short = %v, want %v", c.name, got, c.want)
+				}
+				s.ents[cur].protect, s.ents[cur].protectOK = s.ents[cur].deadline, true
+			} else {
+				s.setProtectSlice(cq, cur)
+			}
+			before := s.ents[cur].protect
+			s.checkPreemptWakeup(0, pti, 0)
+			e := &s.ents[cur]
+			switch {
+			case kernel == "6.12" && c.want:
+				if e.protectOK {
+					t.Errorf("6.12, %s: curr's protection kept, want it cancelled", c.name)
+				}
+			case kernel == "6.12":
+				if !e.protectOK || s.cpus[0].needResched {
+					t.Errorf("6.12, %s: protection kept %v, resched %v; want kept, no resched", c.name, e.protectOK, s.cpus[0].needResched)
+				}
+			case !s.cpus[0].needResched:
+				// 6.18, not preempted: tightened to the shortest slice, never cancelled.
+				want := min(before, e.vruntime+calcDeltaFair(100_000, e))
+				if !e.protectOK || e.protect != want {
+					t.Errorf("6.18, %s: vprot %d (ok %v), want %d", c.name, e.protect, e.protectOK, want)
+				}
+			}
 		}
 	}
 }

@@ -95,7 +95,7 @@ type entity struct {
 	// Second cache line.
 	execStart   int64 // while curr, its cfs_rq's currStart holds the live value
 	prevSumExec int64
-	protect     int64 // RUN_TO_PARITY: the deadline at pick time (the kernel stashes it in se->vlag)
+	protect     int64 // slice protection: the deadline at pick time (v6.6..v6.16, stashed in se->vlag), or se->vprot (v6.17+)
 	vlag        int64 // EEVDF lag, V - v_i (kept while off the runqueue)
 	load        pelt  // se->avg.load_avg
 	depth       int32
@@ -260,6 +260,11 @@ type sim struct {
 	reweightPlaceCurr bool
 	// didPreemptShort: kernelRules.didPreemptShort with PREEMPT_SHORT on.
 	didPreemptShort bool
+	// vprot: kernelRules.vprot on EEVDF (the v6.17 slice protection).
+	vprot bool
+	// normBaseSlice is normalized_sysctl_sched_base_slice: the base slice
+	// divided by the CPU-count factor (the NO_RUN_TO_PARITY quantum).
+	normBaseSlice int64
 
 	tickNs, baseSlice, latency, minGran, wakeupGran, migrationCost int64
 	nrLatency                                                      int64
@@ -328,6 +333,7 @@ func newSim(in *Input) (*sim, error) {
 		lazy:              n.Preempt == "Lazy",
 		reweightPlaceCurr: kr.reweightPlaceCurr && sched == EEVDF,
 		didPreemptShort:   kr.didPreemptShort && sched == EEVDF && feat.preemptShort,
+		vprot:             kr.vprot && sched == EEVDF,
 		tickNs:            1_000_000_000 / int64(hz),
 		pt:                newPeltTables(),
 	}
@@ -336,6 +342,7 @@ func newSim(in *Input) (*sim, error) {
 	if k.BaseSliceNs > 0 {
 		s.baseSlice = k.BaseSliceNs
 	}
+	s.normBaseSlice = s.baseSlice / tunableFactor(n)
 	s.latency = DefaultLatency(n)
 	if k.LatencyNs > 0 {
 		s.latency = k.LatencyNs
