@@ -706,6 +706,7 @@ func (s *sim) enqueueTask(ti int32, flags int) {
 			if !requeued {
 				s.updateRqLoad(cq)
 				s.updateCfsGroup(se)
+				s.propagateSlice(se)
 			}
 			r := &s.rqs[cq]
 			r.hNr++
@@ -816,6 +817,7 @@ func (s *sim) dequeueEntities(se int32, flags int, one, idle int32) bool {
 			if dequeued {
 				s.updateRqLoad(cq)
 				s.updateCfsGroup(se)
+				s.propagateSlice(se)
 			}
 			r := &s.rqs[cq]
 			r.hNr -= one
@@ -829,6 +831,29 @@ func (s *sim) dequeueEntities(se int32, flags int, one, idle int32) bool {
 		}
 	}
 	return dequeued
+}
+
+// propagateSlice is the se->slice = cfs_rq_min_slice() step of the second
+// walks of enqueue_task_fair() and dequeue_entities() (v6.12, "sched/eevdf:
+// Propagate min_slice up the cgroup hierarchy"): every enqueue or dequeue
+// below an already-queued group entity sets its slice to the smallest slice
+// queued in its group's queue, so a custom slice reaches the ancestors at
+// once and not only when they are placed again. The tree node's cached
+// slice follows (min_vruntime_cb_propagate()). A requeued or delayed task
+// returns before this walk and changes nothing.
+func (s *sim) propagateSlice(se int32) {
+	e := &s.ents[se]
+	if !s.groupSlice || e.my < 0 || !e.onRq {
+		return
+	}
+	m := s.minSlice(e.my)
+	if m == never || m == e.slice {
+		return
+	}
+	e.slice = m
+	if cq := e.rq; s.rqs[cq].curr != se {
+		s.rqs[cq].tree[s.treeIndex(cq, se)].slice = m
+	}
 }
 
 // ---- group weights ----

@@ -266,3 +266,55 @@ func TestDoPreemptShort(t *testing.T) {
 		}
 	}
 }
+
+// enqueue_task_fair() and dequeue_entities() (v6.12) set an already-queued
+// group entity's slice to the smallest slice below it at every enqueue and
+// dequeue under it: a pod whose hog keeps it queued takes the 0.1 ms slice
+// of its short-slice task while that task is queued, and the base slice
+// again once it sleeps and its group's entity has left the pod's queue.
+func TestGroupSlicePropagates(t *testing.T) {
+	s := startedSim(t, Input{Node: Node{CPUs: 1, Kernel: "6.12"}, DurationNs: 100e6, Seed: 1,
+		Groups: []Group{
+			{Name: "pod", Tasks: 0},
+			{Name: "hog", Parent: "pod", Tasks: 1},
+			{Name: "short", Parent: "pod", Tasks: 1, SliceNs: 100_000, Pattern: Pattern{Type: Periodic, RunNs: 50_000, PeriodNs: 5e6}},
+		}})
+	var hog, short int32 = -1, -1
+	for i := range s.tasks {
+		if s.in.Groups[s.tasks[i].group].Name == "short" {
+			short = int32(i)
+		} else {
+			hog = int32(i)
+		}
+	}
+	pod := s.ents[s.ents[s.tasks[short].se].parent].parent
+	if hog < 0 || short < 0 || pod < 0 || s.ents[s.ents[s.tasks[hog].se].parent].parent != pod {
+		t.Fatalf("layout: hog %d, short %d, pod entity %d", hog, short, pod)
+	}
+	var queued, asleep []int64
+	s.trace = func(format string, a ...any) {
+		if format == "wake task%d on cpu%d" && a[0].(int32) == short {
+			queued = append(queued, s.ents[pod].slice)
+		}
+		// The short group's entity off the pod's queue (not left delayed
+		// there: a delayed entity keeps its slice in the queue's minimum,
+		// in the kernel as here).
+		if ge := s.ents[s.tasks[short].se].parent; !s.ents[ge].onRq {
+			asleep = append(asleep, s.ents[pod].slice)
+		}
+	}
+	s.loop()
+	if len(queued) < 10 || len(asleep) < 10 {
+		t.Fatalf("%d wake-ups and %d events with the short group off the queue, want 10 or more of each", len(queued), len(asleep))
+	}
+	for _, sl := range queued {
+		if sl != 100_000 {
+			t.Fatalf("pod's slice %d ns after its short-slice task woke, want 100000 (slices seen: %v)", sl, queued)
+		}
+	}
+	for _, sl := range asleep {
+		if sl != s.baseSlice {
+			t.Fatalf("pod's slice %d ns with the short-slice task asleep, want the base slice %d (slices seen: %v)", sl, s.baseSlice, asleep)
+		}
+	}
+}

@@ -262,6 +262,9 @@ type sim struct {
 	didPreemptShort bool
 	// vprot: kernelRules.vprot on EEVDF (the v6.17 slice protection).
 	vprot bool
+	// groupSlice: EEVDF of v6.12 and later, where a queued group entity's
+	// slice follows the smallest slice below it (propagateSlice).
+	groupSlice bool
 	// normBaseSlice is normalized_sysctl_sched_base_slice: the base slice
 	// divided by the CPU-count factor (the NO_RUN_TO_PARITY quantum).
 	normBaseSlice int64
@@ -334,6 +337,7 @@ func newSim(in *Input) (*sim, error) {
 		reweightPlaceCurr: kr.reweightPlaceCurr && sched == EEVDF,
 		didPreemptShort:   kr.didPreemptShort && sched == EEVDF && feat.preemptShort,
 		vprot:             kr.vprot && sched == EEVDF,
+		groupSlice:        kr.completeEEVDF && sched == EEVDF,
 		tickNs:            1_000_000_000 / int64(hz),
 		pt:                newPeltTables(),
 	}
