@@ -63,25 +63,32 @@ func (s *sim) schedule(c int32) {
 		// Put the previous hierarchy and set the next one below their
 		// common ancestor only, as pick_next_task_fair() does.
 		pse, nse := s.tasks[prev].se, s.tasks[next].se
-		stack := s.scratch[:0]
-		for s.ents[pse].depth > s.ents[nse].depth {
+		if s.ents[pse].parent == s.ents[nse].parent {
+			// Siblings (two tasks of one group, the common case): only
+			// their own level changes.
 			s.putPrevEntity(s.ents[pse].rq, pse)
-			pse = s.ents[pse].parent
+			s.setNextEntity(s.ents[nse].rq, nse)
+		} else {
+			stack := s.scratch[:0]
+			for s.ents[pse].depth > s.ents[nse].depth {
+				s.putPrevEntity(s.ents[pse].rq, pse)
+				pse = s.ents[pse].parent
+			}
+			for s.ents[nse].depth > s.ents[pse].depth {
+				stack = append(stack, nse)
+				nse = s.ents[nse].parent
+			}
+			for pse != nse {
+				s.putPrevEntity(s.ents[pse].rq, pse)
+				stack = append(stack, nse)
+				pse = s.ents[pse].parent
+				nse = s.ents[nse].parent
+			}
+			for i := len(stack) - 1; i >= 0; i-- {
+				s.setNextEntity(s.ents[stack[i]].rq, stack[i])
+			}
+			s.scratch = stack[:0]
 		}
-		for s.ents[nse].depth > s.ents[pse].depth {
-			stack = append(stack, nse)
-			nse = s.ents[nse].parent
-		}
-		for pse != nse {
-			s.putPrevEntity(s.ents[pse].rq, pse)
-			stack = append(stack, nse)
-			pse = s.ents[pse].parent
-			nse = s.ents[nse].parent
-		}
-		for i := len(stack) - 1; i >= 0; i-- {
-			s.setNextEntity(s.ents[stack[i]].rq, stack[i])
-		}
-		s.scratch = stack[:0]
 	} else {
 		s.setNextTask(next)
 	}
