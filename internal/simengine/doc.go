@@ -29,9 +29,13 @@
 //     rules, SCHED_BATCH without wakeup preemption.
 //   - EEVDF: avg_vruntime, eligibility, virtual deadlines, lag kept across
 //     sleep and scaled on reweight (PLACE_LAG), half-slice first deadlines
-//     (PLACE_DEADLINE_INITIAL), RUN_TO_PARITY slice protection, custom slices
-//     with group entities taking the smallest slice below them,
-//     PREEMPT_SHORT, DELAY_DEQUEUE with DELAY_ZERO.
+//     (PLACE_DEADLINE_INITIAL), slice protection by release (RUN_TO_PARITY
+//     to the picked deadline with do_preempt_short() and did_preempt_short()
+//     on 6.12..6.16; se->vprot with set_protect_slice(), the resched past it
+//     in update_curr() and its end at a reweight of curr on 6.17+), custom
+//     slices with group entities taking the smallest slice below them at
+//     every enqueue and dequeue under them, PREEMPT_SHORT, DELAY_DEQUEUE with
+//     DELAY_ZERO.
 //   - CFS: vruntime, min_vruntime, sched_slice/sched_period (ALT_PERIOD,
 //     BASE_SLICE), START_DEBIT, the GENTLE_FAIR_SLEEPERS sleeper credit,
 //     check_preempt_tick, wakeup preemption with wakeup_gran, vruntime
