@@ -135,45 +135,51 @@ func runningOn(h *harness, name string, n int) func() (bool, string) {
 	}
 }
 
-// TestChaosManagerKilledMidRun: the manager goes away while both nodes run
-// (its context is cancelled: it writes nothing more) and a new one starts
-// from what the API holds; the run completes with every result, the nodes
-// restored and unlocked.
+// TestChaosManagerKilledMidRun: the manager process (the real binary, with
+// leader election) is killed with SIGKILL while both nodes run, leaving
+// its leader Lease held and nothing flushed; a new process starts, takes
+// the leadership once the dead one's Lease expires, and goes on from what
+// the API holds: the run completes with every result, the nodes restored
+// and unlocked.
 func TestChaosManagerKilledMidRun(t *testing.T) {
 	gate := make(chan struct{})
-	h := newHarness(t, harnessOptions{Runner: runners(gate)})
+	h := newHarness(t, harnessOptions{Runner: runners(gate), Process: schedlabBinary(t)})
 	h.createNodes(nodeSpec{name: h.prefix + "-a"}, nodeSpec{name: h.prefix + "-b"})
 	name := h.createExperiment("exp", h.experimentSpec())
-	h.eventually(30*time.Second, "both agents running", runningOn(h, name, 2))
-	h.stopManager()
+	h.eventually(60*time.Second, "both agents running", runningOn(h, name, 2))
+	h.killManager()
 	time.Sleep(500 * time.Millisecond) // the agents go on alone
+	restarted := time.Now()
 	h.startManager()
 	close(gate)
-	h.waitCondition(name, v1alpha1.ConditionCompleted, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, 60*time.Second)
+	h.waitCondition(name, v1alpha1.ConditionCompleted, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, 3*time.Minute)
+	took := time.Since(restarted)
 	h.eventually(30*time.Second, "nodes unlocked", func() (bool, string) { return len(h.leases()) == 0, "" })
 	lost, unrestored, held, detail := h.chaosOutcome([]string{name}, 4, 4)
-	t.Logf("CHAOS | manager killed mid-run | 1 experiment, 2 nodes, %d managers | lost results %d | unrestored nodes %d | leases left %d", h.managers, lost, unrestored, held)
+	t.Logf("CHAOS | manager process SIGKILLed mid-run | 1 experiment, 2 nodes, %d manager processes | lost results %d | unrestored nodes %d | leases left %d | completed %s after the restart",
+		h.managers, lost, unrestored, held, took.Round(100*time.Millisecond))
 	if lost+unrestored+held != 0 {
 		t.Errorf("lost %d, unrestored %d, leases %d: %v", lost, unrestored, held, detail)
 	}
 }
 
-// TestChaosManagerKilledMidJob: the manager goes away while a sweep's
-// Indexed Job runs; the new one neither recreates the Job nor simulates
-// the sweep itself, and merges the shards when the Job completes.
-// (TestSweepAsIndexedJob checks the merged answer against the pool's.)
+// TestChaosManagerKilledMidJob: the manager process is killed with SIGKILL
+// while a sweep's Indexed Job runs; the new one neither recreates the Job
+// nor simulates the sweep itself, and merges the shards when the Job
+// completes. (TestSweepAsIndexedJob checks the merged answer against the
+// pool's.)
 func TestChaosManagerKilledMidJob(t *testing.T) {
 	gate := make(chan struct{})
 	jr := &jobRunner{gate: gate}
-	h := newHarness(t, harnessOptions{Jobs: jr, Config: sweepJobConfig})
+	h := newHarness(t, harnessOptions{Jobs: jr, Process: schedlabBinary(t),
+		ProcessArgs: []string{"--sweep-job-min-jobs=4", "--sweep-job-parallelism=3"}})
 	name := h.createExperiment("exp", h.sweepJobSpec())
-	h.waitCondition(name, v1alpha1.ConditionRunning, metav1.ConditionTrue, "Simulating", 30*time.Second)
-	h.eventually(10*time.Second, "the Job", func() (bool, string) { return len(jr.jobsSeen(names.SweepJob(name))) == 1, "" })
-	h.stopManager()
+	h.waitCondition(name, v1alpha1.ConditionRunning, metav1.ConditionTrue, "Simulating", 60*time.Second)
+	h.eventually(30*time.Second, "the Job", func() (bool, string) { return len(jr.jobsSeen(names.SweepJob(name))) == 1, "" })
+	h.killManager()
 	h.startManager()
-	h.waitCondition(name, v1alpha1.ConditionRunning, metav1.ConditionTrue, "Simulating", 30*time.Second)
 	close(gate)
-	e := h.waitCondition(name, v1alpha1.ConditionCompleted, metav1.ConditionTrue, v1alpha1.ReasonSimulated, 2*time.Minute)
+	e := h.waitCondition(name, v1alpha1.ConditionCompleted, metav1.ConditionTrue, v1alpha1.ReasonSimulated, 3*time.Minute)
 	lost := 0
 	if e.Status.Sweep == nil || len(e.Status.Sweep.Shapes) != 2 {
 		lost = 1
@@ -189,7 +195,7 @@ func TestChaosManagerKilledMidJob(t *testing.T) {
 		_ = k8s.List(h.ctx, &cms, client.InNamespace(h.ns), client.MatchingLabels{names.SweepOfLabel: name})
 		return apierrors.IsNotFound(err) && len(cms.Items) == 0, fmt.Sprintf("job: %v, %d ConfigMaps", err, len(cms.Items))
 	})
-	t.Logf("CHAOS | manager killed mid-Job | 1 sweep of 6 simulator jobs in 3 shards, %d managers | lost sweep points %d | Jobs created %d", h.managers, lost, jobs)
+	t.Logf("CHAOS | manager process SIGKILLed mid-Job | 1 sweep of 6 simulator jobs in 3 shards, %d manager processes | lost sweep points %d | Jobs created %d", h.managers, lost, jobs)
 	if lost != 0 || jobs != 1 {
 		t.Errorf("lost %d sweep points, %d Jobs created", lost, jobs)
 	}

@@ -71,6 +71,7 @@ func TestMain(m *testing.M) {
 	}
 	restCfg, k8s = env.Config, env.Client
 	code := m.Run()
+	removeBinaries()
 	_ = env.Stop()
 	os.Exit(code)
 }
@@ -91,6 +92,8 @@ type harness struct {
 	stopMgr func()
 	// managers counts the managers started (restarts + 1).
 	managers int
+	// proc is the running manager process (harnessOptions.Process).
+	proc *managerProcess
 }
 
 type harnessOptions struct {
@@ -108,6 +111,12 @@ type harnessOptions struct {
 	// Jobs plays the kubelets for the pods of a sweep's Indexed Job; nil:
 	// no Job's pods run.
 	Jobs *jobRunner
+	// Process runs the manager as an OS process of this binary (see
+	// process_test.go) instead of in the test process; Config, Quiet and
+	// FakeClock do not apply to it.
+	Process string
+	// ProcessArgs are more flags for the manager process.
+	ProcessArgs []string
 }
 
 var counter atomic.Int64
@@ -156,6 +165,10 @@ func newHarness(t testing.TB, o harnessOptions) *harness {
 func (h *harness) startManager() {
 	t, o := h.t, h.opts
 	t.Helper()
+	if o.Process != "" {
+		h.startProcess(o.Process)
+		return
+	}
 	h.managers++
 	var logger logr.Logger = logr.Discard()
 	if !o.Quiet {
@@ -451,10 +464,12 @@ func (h *harness) nodeRuns(exp string) []v1alpha1.NodeRun {
 	return list.Items
 }
 
+// leases are the node Leases in the test's namespace (not a manager's
+// leader-election Lease).
 func (h *harness) leases() []coordinationv1.Lease {
 	h.t.Helper()
 	var list coordinationv1.LeaseList
-	if err := k8s.List(h.ctx, &list, client.InNamespace(h.ns)); err != nil {
+	if err := k8s.List(h.ctx, &list, client.InNamespace(h.ns), client.MatchingLabels{names.ManagedByLabel: names.ManagedByValue}); err != nil {
 		h.t.Fatal(err)
 	}
 	return list.Items
@@ -575,6 +590,14 @@ func (k *kubelet) kill(node string) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.dead[node] = true
+}
+
+// revive makes a node's kubelet run Pods again (a node registered again
+// under its name).
+func (k *kubelet) revive(node string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	delete(k.dead, node)
 }
 
 func (k *kubelet) sync(ctx context.Context, ds *appsv1.DaemonSet, deleted bool) {
