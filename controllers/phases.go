@@ -611,17 +611,45 @@ func (r *SchedExperimentReconciler) drain(ctx context.Context, s *scope, runs []
 		return false, fmt.Sprintf("waiting for %d nodes to report their restore: %s (annotate %s=true to stop waiting for nodes that are gone)",
 			len(pending), summarize(pending), v1alpha1.ForceCleanupAnnotation), nil
 	}
+	// A node whose Node object is gone can run no Pod (the pod garbage
+	// collector deletes one bound to a missing node): it is reported gone
+	// with its journal unrestored, and unlocked. A Node of the same name
+	// registering again wakes the experiment, and the restore-only Pod
+	// runs there then.
+	present, gone, err := r.splitGoneNodes(ctx, pending)
+	if err != nil {
+		return false, "", err
+	}
+	if len(gone) > 0 && !s.conditionReason(v1alpha1.ConditionNodesNotRestored, reasonNodesGone) {
+		if err := r.deleteRestorePods(ctx, s, gone); err != nil {
+			return false, "", err
+		}
+	}
+	if len(present) == 0 {
+		if err := r.releaseLeasesExcept(ctx, s, nil); err != nil {
+			return false, "", err
+		}
+		s.markNodesGone(gone)
+		return true, "", nil
+	}
 	// The agents are gone without reporting: the nodes stay locked (no other
 	// experiment may land on a node in an unknown state) and a restore-only
 	// Pod replays each journal. Nodes that did report are released now.
-	if err := r.ensureRestorePods(ctx, s, pending); err != nil {
+	if err := r.ensureRestorePods(ctx, s, present); err != nil {
 		return false, "", err
 	}
-	if err := r.releaseLeasesExcept(ctx, s, pendingSet); err != nil {
+	presentSet := map[string]bool{}
+	for _, n := range present {
+		presentSet[n] = true
+	}
+	if err := r.releaseLeasesExcept(ctx, s, presentSet); err != nil {
 		return false, "", err
 	}
 	msg := fmt.Sprintf("%d nodes did not report their restore within %s and stay locked while a restore-only Pod runs on each: %s (annotate %s=true to unlock them anyway)",
-		len(pending), r.Config.RestoreTimeout, summarize(pending), v1alpha1.ForceCleanupAnnotation)
+		len(present), r.Config.RestoreTimeout, summarize(present), v1alpha1.ForceCleanupAnnotation)
+	if len(gone) > 0 {
+		msg += fmt.Sprintf("; %d more are gone (their Node objects deleted) with their journals unrestored, and unlocked: %s", len(gone), summarize(gone))
+	}
 	s.markNodesNotRestored(msg)
 	s.requeueIn(restoreRetryInterval)
 	return false, msg, nil

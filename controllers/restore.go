@@ -77,13 +77,38 @@ func (r *SchedExperimentReconciler) ensureRestorePods(ctx context.Context, s *sc
 		case err != nil:
 			return fmt.Errorf("creating restore-only Pod %s: %w", pod.Name, err)
 		}
-		where := ""
-		if s.nodes[node] == nil {
-			where = " (the Node object is gone: the Pod runs if the node comes back under its name)"
-		}
 		s.log.Info("Created restore-only Pod", "pod", pod.Name, "node", node)
 		s.event(corev1.EventTypeWarning, "RestorePodCreated", "Restore",
-			fmt.Sprintf("Node %s did not report its restore within %s: running restore-only Pod %s there%s", node, r.Config.RestoreTimeout, pod.Name, where))
+			fmt.Sprintf("Node %s did not report its restore within %s: running restore-only Pod %s there", node, r.Config.RestoreTimeout, pod.Name))
+	}
+	return nil
+}
+
+// splitGoneNodes splits nodes into those whose Node object exists and those
+// whose Node object is gone.
+func (r *SchedExperimentReconciler) splitGoneNodes(ctx context.Context, nodes []string) (present, gone []string, err error) {
+	for _, n := range nodes {
+		err := r.Client.Get(ctx, client.ObjectKey{Name: n}, &corev1.Node{})
+		switch {
+		case apierrors.IsNotFound(err):
+			gone = append(gone, n)
+		case err != nil:
+			return nil, nil, fmt.Errorf("reading Node %s: %w", n, err)
+		default:
+			present = append(present, n)
+		}
+	}
+	return present, gone, nil
+}
+
+// deleteRestorePods deletes the restore-only Pods of nodes (a Pod bound to a
+// node that is gone would never run).
+func (r *SchedExperimentReconciler) deleteRestorePods(ctx context.Context, s *scope, nodes []string) error {
+	for _, node := range nodes {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: r.Config.Namespace, Name: names.RestorePod(s.exp.Name, node)}}
+		if err := r.Client.Delete(ctx, pod, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting restore-only Pod %s of gone node %s: %w", pod.Name, node, err)
+		}
 	}
 	return nil
 }

@@ -133,6 +133,11 @@ func (r *SchedExperimentReconciler) experimentsForNode(ctx context.Context, o cl
 	var reqs []reconcile.Request
 	for i := range list.Items {
 		e := &list.Items[i]
+		if unrestoredOn(e, o.GetName()) {
+			// A node gone with its journal unrestored registers again.
+			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: e.Name}})
+			continue
+		}
 		if isTerminal(e) || e.Spec.NodeSelector == nil {
 			continue
 		}
@@ -151,6 +156,17 @@ func (r *SchedExperimentReconciler) experimentsForNode(ctx context.Context, o cl
 		}
 	}
 	return reqs
+}
+
+// unrestoredOn: the experiment's status says node did not report its
+// restore.
+func unrestoredOn(e *v1alpha1.SchedExperiment, node string) bool {
+	for _, p := range e.Status.Nodes {
+		if p.Name == node && p.Restored != nil && !*p.Restored {
+			return true
+		}
+	}
+	return false
 }
 
 func isTerminal(e *v1alpha1.SchedExperiment) bool {

@@ -27,6 +27,9 @@ const (
 	reasonRestorePods   = "RestorePodsRunning"
 	reasonRestored      = "Restored"
 	reasonForcedCleanup = "ForcedCleanup"
+	// reasonNodesGone: the only nodes not restored are gone (their Node
+	// objects deleted); unlocked, restored if they register again.
+	reasonNodesGone = "NodesGone"
 )
 
 // setCondition sets a condition, keeping its transition time when the
@@ -157,6 +160,21 @@ func (s *scope) nodesNotRestored() bool {
 // markNodesRestored: every node reported its restore after restore-only Pods ran.
 func (s *scope) markNodesRestored() {
 	s.setCondition(v1alpha1.ConditionNodesNotRestored, metav1.ConditionFalse, reasonRestored, "every node reported its restore")
+}
+
+// conditionReason: the condition is True with reason.
+func (s *scope) conditionReason(typ, reason string) bool {
+	c := meta.FindStatusCondition(s.status.Conditions, typ)
+	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == reason
+}
+
+// markNodesGone: the nodes that did not report their restore are gone
+// (their Node objects deleted); they are unlocked with their journals
+// unrestored.
+func (s *scope) markNodesGone(nodes []string) {
+	s.setCondition(v1alpha1.ConditionNodesNotRestored, metav1.ConditionTrue, reasonNodesGone,
+		fmt.Sprintf("%d nodes are gone (their Node objects deleted) without reporting their restore; their journals are not restored and they are unlocked: %s. "+
+			"If a Node of the same name registers again, a restore-only Pod restores it (and any schedlab agent that starts there restores its journal first)", len(nodes), summarize(nodes)))
 }
 
 // markNodesReleasedUnrestored: the force-cleanup annotation released nodes

@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -670,4 +671,90 @@ func TestWindowsWrittenAsTheyArrive(t *testing.T) {
 	if st := h.nodeRuns(name)[0].Status; len(st.Windows) != 1 || !st.Restored {
 		t.Errorf("aborted NodeRun: %d windows restored %v, want the finished window kept and the node restored", len(st.Windows), st.Restored)
 	}
+}
+
+// TestNodeGoneUnrestored: node b's Node object is deleted while its agent
+// runs, and the agent goes without restoring (it says so). After the
+// restore timeout the node is reported gone with its journal unrestored
+// (NodesNotRestored, reason NodesGone, restored=false), its Lease is
+// released and no restore-only Pod is left pinned to a node that does not
+// exist. When a Node of the same name registers again, the restore-only
+// Pod runs there, reports, and the condition turns False (Restored).
+func TestNodeGoneUnrestored(t *testing.T) {
+	gate := make(chan struct{})
+	var once sync.Once
+	open := func() { once.Do(func() { close(gate) }) }
+	defer open()
+	h := newHarness(t, harnessOptions{
+		Runner: func(_, node string) agent.Runner {
+			return &scriptedRunner{node: node, cpus: 4, gate: gate, restoreFails: strings.HasSuffix(node, "-b")}
+		},
+		RestoreRunner: func(_, node string) agent.Runner {
+			return &journalRunner{scriptedRunner: scriptedRunner{node: node, cpus: 4}, gate: closedChan()}
+		},
+		Config: func(c *controllers.Config) { c.RestoreTimeout = 3 * time.Second },
+	})
+	a, b := h.prefix+"-a", h.prefix+"-b"
+	h.createNodes(nodeSpec{name: a}, nodeSpec{name: b})
+	name := h.createExperiment("exp", h.experimentSpec())
+	h.eventually(30*time.Second, "agents started", runningOn(h, name, 2))
+	if err := k8s.Delete(h.ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: b}}); err != nil {
+		t.Fatal(err)
+	}
+	h.kubelet.stopNode(b) // its agent cannot restore, and says so
+	open()
+	var e *v1alpha1.SchedExperiment
+	h.eventually(60*time.Second, "node b reported gone", func() (bool, string) {
+		e = h.get(name)
+		c := meta.FindStatusCondition(e.Status.Conditions, v1alpha1.ConditionNodesNotRestored)
+		if c == nil {
+			return false, conditions(e)
+		}
+		return c.Status == metav1.ConditionTrue && c.Reason == "NodesGone" && strings.Contains(c.Message, b), conditions(e)
+	})
+	if !meta.IsStatusConditionTrue(e.Status.Conditions, v1alpha1.ConditionCompleted) {
+		t.Errorf("the experiment is not Completed: %s", conditions(e))
+	}
+	for _, p := range e.Status.Nodes {
+		if want := p.Name == a; p.Restored == nil || *p.Restored != want {
+			t.Errorf("status.nodes %s restored = %v, want %v", p.Name, p.Restored, want)
+		}
+	}
+	h.eventually(30*time.Second, "no Lease left, no restore-only Pod for the gone node", func() (bool, string) {
+		err := k8s.Get(h.ctx, client.ObjectKey{Namespace: h.ns, Name: names.RestorePod(name, b)}, &corev1.Pod{})
+		return len(h.leases()) == 0 && apierrors.IsNotFound(err), fmt.Sprintf("%d leases; restore-only Pod: %v", len(h.leases()), err)
+	})
+	if n := h.kubelet.restorePodRuns(b); n != 0 {
+		t.Errorf("%d restore-only Pods ran on the gone node", n)
+	}
+
+	// The node registers again under its name: its restore runs.
+	h.kubelet.revive(b)
+	h.createNodes(nodeSpec{name: b})
+	e = h.waitCondition(name, v1alpha1.ConditionNodesNotRestored, metav1.ConditionFalse, "Restored", 60*time.Second)
+	for _, p := range e.Status.Nodes {
+		if p.Restored == nil || !*p.Restored {
+			t.Errorf("status.nodes %s restored = %v after the node came back", p.Name, p.Restored)
+		}
+	}
+	if n := h.kubelet.restorePodRuns(b); n != 1 {
+		t.Errorf("%d restore-only Pods ran on the node that came back, want 1", n)
+	}
+	h.eventually(30*time.Second, "restore-only Pods deleted, no Lease", func() (bool, string) {
+		var pods corev1.PodList
+		_ = k8s.List(h.ctx, &pods, client.InNamespace(h.ns))
+		left := 0 // not being deleted (with no kubelet here, a bound Pod stays Terminating)
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp == nil {
+				left++
+			}
+		}
+		return left == 0 && len(h.leases()) == 0, fmt.Sprintf("%d pods, %d leases", left, len(h.leases()))
+	})
+}
+
+func closedChan() <-chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
 }
