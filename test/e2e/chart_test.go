@@ -4,12 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
@@ -153,6 +157,9 @@ func TestHelmChart(t *testing.T) {
 			command(t, withoutKind(t, manifests, "ServiceMonitor"), kubectl(), "--kubeconfig", kubeconfig, "apply", "--dry-run=server", "-f", "-")
 		})
 	}
+	t.Run("helm/profile-priority-tie-policy", func(t *testing.T) {
+		checkPriorityTiePolicy(t, rendered["defaults"], kubeconfig)
+	})
 	t.Run("helm/crds/server-dry-run", func(t *testing.T) {
 		command(t, nil, kubectl(), "--kubeconfig", kubeconfig, "apply", "--dry-run=server", "-f", filepath.Join(chart, "crds"))
 	})
@@ -376,5 +383,94 @@ func mustUnmarshal(t testing.TB, doc []byte, into any) {
 	t.Helper()
 	if err := yaml.Unmarshal(doc, into); err != nil {
 		t.Fatalf("%v\n%s", err, doc)
+	}
+}
+
+// checkPriorityTiePolicy: the chart's SchedProfile priority-tie policy and binding are the ones
+// of config/admission/profile_priority_policy.yaml (same specs; only the names and labels differ),
+// and, applied to the API server for real, refuse a profile with another's priority and
+// nodeSelector, naming it, and admit one with another priority. Without
+// profiles.priorityTiePolicy the chart renders neither.
+func checkPriorityTiePolicy(t *testing.T, rendered []byte, kubeconfig string) {
+	t.Helper()
+	type object struct {
+		metav1.TypeMeta   `json:",inline"`
+		metav1.ObjectMeta `json:"metadata"`
+		Spec              map[string]any `json:"spec"`
+	}
+	specs := func(manifests []byte, name string) (map[string]map[string]any, []byte) {
+		out := map[string]map[string]any{}
+		var docs bytes.Buffer
+		for _, doc := range splitYAML(manifests) {
+			var o object
+			mustUnmarshal(t, doc, &o)
+			if strings.HasPrefix(o.Kind, "ValidatingAdmissionPolicy") && o.Name == name {
+				if o.Kind == "ValidatingAdmissionPolicyBinding" {
+					o.Spec["policyName"] = "<policy>"
+				}
+				out[o.Kind] = o.Spec
+				docs.WriteString("---\n")
+				docs.Write(doc)
+				docs.WriteString("\n")
+			}
+		}
+		return out, docs.Bytes()
+	}
+	want, err := os.ReadFile(path("config", "admission", "profile_priority_policy.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantSpecs, _ := specs(want, "schedlab-profile-priority-tie")
+	gotSpecs, docs := specs(rendered, "schedlab-profile-priority-tie")
+	if len(wantSpecs) != 2 {
+		t.Fatalf("config/admission/profile_priority_policy.yaml: %d of the policy and its binding", len(wantSpecs))
+	}
+	if diff := cmp.Diff(wantSpecs, gotSpecs); diff != "" {
+		t.Errorf("the chart's priority-tie policy differs from config/admission's (-kustomize +chart):\n%s", diff)
+	}
+	off := command(t, nil, helm(t), "template", "schedlab", path("charts", "schedlab"), "--namespace", "schedlab-system",
+		"--set", "profiles.priorityTiePolicy=false")
+	if got, _ := specs(off, "schedlab-profile-priority-tie"); len(got) != 0 {
+		t.Errorf("profiles.priorityTiePolicy=false still renders %v", slices.Sorted(maps.Keys(got)))
+	}
+
+	kc := func(stdin []byte, args ...string) ([]byte, error) {
+		return tryCommand(stdin, kubectl(), append([]string{"--kubeconfig", kubeconfig}, args...)...)
+	}
+	command(t, docs, kubectl(), "--kubeconfig", kubeconfig, "apply", "-f", "-")
+	t.Cleanup(func() { _, _ = kc(docs, "delete", "--ignore-not-found", "-f", "-") })
+	profile := func(name string, priority int) []byte {
+		return []byte(fmt.Sprintf(`apiVersion: schedlab.io/v1alpha1
+kind: SchedProfile
+metadata:
+  name: %s
+spec:
+  nodeSelector:
+    matchLabels:
+      schedlab.io/pool: chart-test
+  priority: %d
+  knobs:
+    autogroup: Disabled
+`, name, priority))
+	}
+	command(t, profile("chart-first", 10), kubectl(), "--kubeconfig", kubeconfig, "create", "-f", "-")
+	t.Cleanup(func() {
+		_, _ = kc(nil, "delete", "--ignore-not-found", "schedprofile", "chart-first", "chart-higher", "chart-tie")
+	})
+	const refused = "spec.priority: 10 is also the priority of SchedProfile chart-first, which has the same nodeSelector"
+	// Enforced once the API server has loaded the policy: wait with dry runs.
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		out, err := kc(profile("chart-tie", 10), "create", "--dry-run=server", "-f", "-")
+		if err != nil && strings.Contains(err.Error()+string(out), refused) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the chart's policy does not refuse a tie (last: %v %s)", err, out)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if out, err := kc(profile("chart-higher", 11), "create", "-f", "-"); err != nil {
+		t.Errorf("a profile with another priority was refused: %v %s", err, out)
 	}
 }
