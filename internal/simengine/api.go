@@ -300,6 +300,12 @@ type Input struct {
 	DurationNs int64  `json:"durationNs"`
 	WarmupNs   int64  `json:"warmupNs,omitempty"`
 	Seed       uint64 `json:"seed"`
+	// LatencyThresholdsNs, when set, asks every group's latency summaries
+	// (wake-up and request latency) for the fraction of values above each
+	// of these thresholds (Latency.Above): a quantile's limit checked as the
+	// fraction beyond it, which is smooth in the load where the quantile
+	// itself jumps.
+	LatencyThresholdsNs []int64 `json:"latencyThresholdsNs,omitempty"`
 	// Trace, when set, receives a line per scheduling event (slow; for debugging).
 	Trace io.Writer `json:"-"`
 }
@@ -319,6 +325,9 @@ type Latency struct {
 	Over100us float64 `json:"over100us"`
 	Over1ms   float64 `json:"over1ms"`
 	Over10ms  float64 `json:"over10ms"`
+	// Above holds, for each of Input.LatencyThresholdsNs in order, the
+	// fraction of values above it (groups only).
+	Above []float64 `json:"above,omitempty"`
 	// Histogram is the whole distribution (groups only): Histogram[i]
 	// counts the wake-ups with a latency in [2^(i-1), 2^i) µs, Histogram[0]
 	// those below 1 µs; trailing empty buckets are left out.

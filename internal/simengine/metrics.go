@@ -179,6 +179,21 @@ func (h *histogram) latency() *Latency {
 	return l
 }
 
+// above is the fraction of values above each threshold (ns).
+func (h *histogram) above(thresholds []int64) []float64 {
+	if len(thresholds) == 0 {
+		return nil
+	}
+	out := make([]float64, len(thresholds))
+	if h.n == 0 {
+		return out
+	}
+	for i, v := range thresholds {
+		out[i] = float64(h.countAbove(v)) / float64(h.n)
+	}
+	return out
+}
+
 // countAbove is the number of values above v (ns), counting a bucket that
 // straddles v in proportion to the part of it above v.
 func (h *histogram) countAbove(v int64) int64 {
@@ -301,6 +316,7 @@ func (s *sim) result() *Result {
 			}
 			gm.WakeupLatencyUs = gh.latency()
 			gm.WakeupLatencyUs.Histogram = gh.log2Us()
+			gm.WakeupLatencyUs.Above = gh.above(in.LatencyThresholdsNs)
 			if g.Pattern.Type == PingPong {
 				gops /= 2 // a round trip is one run of each partner
 			}

@@ -385,6 +385,7 @@ func (s *sim) serverMetrics(gi int, gm *Metrics, secs float64) {
 	if h.n > 0 {
 		l.P95 = h.quantile(0.95) / 1000
 	}
+	l.Above = h.above(s.in.LatencyThresholdsNs)
 	gm.RequestLatencyUs = l
 	of := float64(arrived) / secs
 	tp := float64(done) / secs

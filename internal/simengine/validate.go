@@ -242,6 +242,11 @@ func validate(in *Input) error {
 	if in.DurationNs > maxSimulatedNs || in.WarmupNs > maxSimulatedNs-in.DurationNs {
 		return fmt.Errorf("warmupNs+durationNs exceeds 24h of simulated time; shorten them")
 	}
+	for i, t := range in.LatencyThresholdsNs {
+		if t <= 0 {
+			return fmt.Errorf("latencyThresholdsNs[%d] is %d; set a positive threshold", i, t)
+		}
+	}
 	if len(in.Groups) == 0 {
 		return fmt.Errorf("groups is empty; add at least one group")
 	}
