@@ -339,31 +339,39 @@ func (s *sim) pickEEVDF(cq int32, protect bool) int32 {
 		}
 	}
 	// n is eligible iff x*load <= avg with x = v - min_vruntime, i.e.
-	// x <= floor(avg / load). The product is used (no division) while it
-	// cannot overflow: |x| < 2^31 and load < 2^31.
+	// x <= floor(avg / load). The product is used (no division) when it
+	// cannot overflow for any node: load < 2^31 and |x| < 2^31 for the
+	// first and the last node (the tree is sorted by vruntime, so every x
+	// lies between theirs).
+	//
+	// Among eligible nodes the earliest deadline wins; on equal deadlines
+	// the kernel's tree order decides (the smaller vruntime, then the
+	// earlier insertion). The tree is in that order already (enqueueTree and
+	// treeMove insert after equal vruntimes, with a newer sequence number),
+	// so the first node with the earliest deadline is the one.
 	best := int32(-1)
-	var bd, bv int64
-	var bs uint64
-	var limit int64
-	limitOK := false
-	t, minV, small := r.tree, r.minV, load < 1<<31
-	for i := range t {
-		n := &t[i]
-		x := n.v - minV
-		if small && uint64(x+1<<31) < 1<<32 {
-			if x*load > avg {
+	var bd int64
+	t, minV := r.tree, r.minV
+	if nt := len(t); nt > 0 && load < 1<<31 && uint64(t[0].v-minV+1<<31) < 1<<32 && uint64(t[nt-1].v-minV+1<<31) < 1<<32 {
+		for i := range t {
+			n := &t[i]
+			if (n.v-minV)*load > avg {
 				break // sorted by vruntime: the rest is not eligible
 			}
-		} else {
-			if !limitOK {
-				limit, limitOK = minV+floorDiv(avg, load), true
+			if best < 0 || n.d < bd {
+				best, bd = n.se, n.d
 			}
+		}
+	} else if nt > 0 {
+		limit := minV + floorDiv(avg, load) // load > 0: the tree is not empty
+		for i := range t {
+			n := &t[i]
 			if n.v > limit {
 				break
 			}
-		}
-		if best < 0 || n.d < bd || (n.d == bd && (n.v < bv || (n.v == bv && n.seq < bs))) {
-			best, bd, bv, bs = n.se, n.d, n.v, n.seq
+			if best < 0 || n.d < bd {
+				best, bd = n.se, n.d
+			}
 		}
 	}
 	if best < 0 || (curr >= 0 && s.ents[curr].deadline < bd) {
