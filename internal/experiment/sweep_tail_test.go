@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"testing"
+	"time"
 
 	"github.com/schedlab/schedlab/api/v1alpha1"
 	"github.com/schedlab/schedlab/internal/simengine"
@@ -116,7 +117,13 @@ spec:
 	for _, r := range sh.Results {
 		s, shape := ApplySweepPoint(spec, spec.Simulation.Nodes[0], axes, r.At)
 		s.Warmup = spec.Warmup
-		in, err := SimInput(s, 0, shape, PredictOptions{Duration: spec.Duration.Duration})
+		window := spec.Duration.Duration
+		if r.Window != "" {
+			if window, err = time.ParseDuration(r.Window); err != nil {
+				t.Fatal(err)
+			}
+		}
+		in, err := SimInput(s, 0, shape, PredictOptions{Duration: window})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -154,10 +161,76 @@ spec:
 		} else {
 			broke++
 		}
-		t.Logf("web.replicas=%d: p99 %v [%v, %v], %d seeds; beyond %v µs %.4f (upper %.4f)", r.At[0], r.Values[0], r.Low[0], r.High[0], r.Replicas, limit, mean(f), up)
+		t.Logf("web.replicas=%d: window %q: p99 %v [%v, %v], %d seeds; beyond %v µs %.4f (upper %.4f)", r.At[0], r.Window, r.Values[0], r.Low[0], r.High[0], r.Replicas, limit, mean(f), up)
 	}
 	if met == 0 || broke == 0 {
 		t.Errorf("%d points met the limit and %d broke it: the sample should have both", met, broke)
 	}
 	_ = v1alpha1.SweepLargest
+}
+
+// A point whose seeds see too few wake-ups to judge a p99's limit runs them
+// again with a longer window: one Periodic task at 5 ms sees 200 wake-ups
+// in a second, a tenth of the 2000 a p99 needs; with many tasks the window
+// stays.
+func TestSweepLongerWindowForFewWakeups(t *testing.T) {
+	exp := mustParse(t, `
+apiVersion: schedlab.io/v1alpha1
+kind: SchedExperiment
+metadata: {name: few}
+spec:
+  mode: Simulate
+  duration: 1s
+  warmup: 200ms
+  variants: [{name: stock}]
+  workload:
+    groups:
+    - {name: hogs, tasks: 3, pattern: {type: Hog}}
+    - {name: web, replicas: 1, tasks: 1, pattern: {type: Periodic, run: 500us, period: 5ms}}
+  sweep:
+    parameters: [{target: Replicas, group: web, values: [1, 12]}]
+    answer: Largest
+  constraints:
+  - {metric: wakeupLatencyUs.p99, group: web, max: 3000}
+  simulation:
+    seed: 1
+    nodes: [{cpus: 2, hz: 250}]
+`)
+	sh, err := RunSweep(context.Background(), &exp.Spec, exp.Spec.Simulation.Nodes, SweepOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := sh.Results[0]
+	t.Logf("web.replicas=1: p99 %v [%v, %v], %d seeds, window %q", one.Values[0], one.Low[0], one.High[0], one.Replicas, one.Window)
+	// Whatever the seeds gave, the first sweep (1 s) straddled 3000 µs
+	// or cleared it; only a straddling point may be lengthened, and then
+	// by the most allowed (200 wake-ups a seed against 2000 needed).
+	if one.Window != "" && one.Window != "8s" {
+		t.Errorf("window %q: want 8s (the most, as one task at 5 ms sees 200 wake-ups a second) or none", one.Window)
+	}
+	many := sh.Results[1]
+	if many.Window != "" {
+		t.Errorf("web.replicas=12: window %q; 12 tasks see 2400 wake-ups a second, enough for a p99", many.Window)
+	}
+	// The unit: a straddling p99 column with 200 wake-ups a seed.
+	cols := SweepColumns(&exp.Spec)
+	tails, _ := tailColumns(exp.Spec.Constraints, cols)
+	res := &SweepJobResult{Values: []float64{2900}, Low: []float64{2500}, High: []float64{3100}}
+	count := func(c int64) map[string][]*v1alpha1.Metrics {
+		m := &v1alpha1.Metrics{WakeupLatencyUs: &v1alpha1.LatencySummary{Count: c}}
+		return map[string][]*v1alpha1.Metrics{"web": {m, m}}
+	}
+	if k := windowScale(exp.Spec.Constraints, cols, tails, res, count(400), 2); k != 5 {
+		t.Errorf("400 wake-ups a seed: scale %d, want 5 (2000 needed)", k)
+	}
+	if k := windowScale(exp.Spec.Constraints, cols, tails, res, count(100), 2); k != MaxWindowScale {
+		t.Errorf("100 wake-ups a seed: scale %d, want the most, %d", k, MaxWindowScale)
+	}
+	if k := windowScale(exp.Spec.Constraints, cols, tails, res, count(2000), 2); k != 1 {
+		t.Errorf("2000 wake-ups a seed: scale %d, want 1", k)
+	}
+	res.High[0] = 2999
+	if k := windowScale(exp.Spec.Constraints, cols, tails, res, count(100), 2); k != 1 {
+		t.Errorf("interval clear of the limit: scale %d, want 1", k)
+	}
 }
