@@ -16,20 +16,75 @@ func ShapeName(cpus int32, s SchedulerFamily) string {
 	return fmt.Sprintf("%dcpu-%s", cpus, s)
 }
 
-// Name is the one name of a node shape: "8cpu-EEVDF" for a flat one,
-// "32cpu-EEVDF-2s-2llc-smt2" with a topology (sockets, LLCs per socket,
-// SMT threads per core). Shapes with the same name are simulated alike.
+// Name is the one name of a node shape. It carries everything of the shape
+// that changes a prediction, so two shapes the simulator predicts
+// differently never share a name: CPUs and scheduler ("8cpu-EEVDF"), then,
+// where they differ from the simulator's defaults, the kernel release
+// (major.minor.patch, "k6.18.44"; a shape without one is the reference
+// kernel), the tick rate ("hz1000"; 250 is the default), the preemption
+// model ("none", "full", "lazy"; Voluntary is the default), the tunable
+// scaling ("tsnone", "tslinear"; Log is the default) and a topology that is
+// not flat ("2s-2llc-smt2": sockets, LLCs per socket, SMT threads per core).
+// E.g. "2cpu-EEVDF-k6.18.44-none" or "32cpu-EEVDF-k6.12.31-hz1000-2s-2llc-smt2".
+// Shapes with the same name are simulated alike (their node constants
+// aside, which are measured per node and merged per shape).
 func (s NodeShape) Name() string {
-	n := ShapeName(s.CPUs, s.Scheduler)
-	if s.Topology.IsFlat() {
-		return n
+	parts := []string{ShapeName(s.CPUs, s.Scheduler)}
+	if k := kernelRelease(s.Kernel); k != "" {
+		parts = append(parts, "k"+k)
 	}
-	t := s.Topology
-	return fmt.Sprintf("%s-%ds-%dllc-smt%d", n, t.SocketCount(), t.LLCsPerSocketCount(), t.ThreadsPerCoreCount())
+	if s.HZ != 0 && s.HZ != 250 {
+		parts = append(parts, fmt.Sprintf("hz%d", s.HZ))
+	}
+	if s.Preempt != "" && s.Preempt != PreemptVoluntary {
+		parts = append(parts, strings.ToLower(string(s.Preempt)))
+	}
+	if s.TunableScaling != "" && s.TunableScaling != ScalingLog {
+		parts = append(parts, "ts"+strings.ToLower(string(s.TunableScaling)))
+	}
+	if !s.Topology.IsFlat() {
+		t := s.Topology
+		parts = append(parts, fmt.Sprintf("%ds-%dllc-smt%d", t.SocketCount(), t.LLCsPerSocketCount(), t.ThreadsPerCoreCount()))
+	}
+	return strings.Join(parts, "-")
 }
 
-// ParseShapeName is the inverse of NodeShape.Name: CPUs, scheduler and
-// topology from "8cpu-EEVDF" or "32cpu-EEVDF-2s-2llc-smt2".
+// kernelRelease is the numeric part of a kernel release as the simulator
+// reads it ("6.18.44-fc-v1045" → "6.18.44", "6.12" → "6.12.0"): only the
+// numbers select its version-dependent rules. "" for none (or one that
+// does not start with major.minor).
+func kernelRelease(k string) string {
+	var nums [3]int
+	rest := k
+	for i := range nums {
+		j := 0
+		for j < len(rest) && rest[j] >= '0' && rest[j] <= '9' {
+			j++
+		}
+		if j == 0 || j > 4 {
+			if i < 2 {
+				return ""
+			}
+			break
+		}
+		nums[i], _ = strconv.Atoi(rest[:j])
+		rest = rest[j:]
+		if i < 2 {
+			if !strings.HasPrefix(rest, ".") {
+				if i == 0 {
+					return ""
+				}
+				break
+			}
+			rest = rest[1:]
+		}
+	}
+	return fmt.Sprintf("%d.%d.%d", nums[0], nums[1], nums[2])
+}
+
+// ParseShapeName is the inverse of NodeShape.Name: CPUs, scheduler, kernel,
+// tick rate, preemption model, tunable scaling and topology from a name
+// such as "8cpu-EEVDF" or "32cpu-EEVDF-k6.18.44-hz1000-none-2s-2llc-smt2".
 func ParseShapeName(name string) (NodeShape, error) {
 	var s NodeShape
 	cpus, rest, ok := strings.Cut(name, "cpu-")
@@ -38,14 +93,36 @@ func ParseShapeName(name string) (NodeShape, error) {
 		return s, fmt.Errorf("shape %q is not of the form 8cpu-EEVDF", name)
 	}
 	s.CPUs = int32(n)
-	sched, topo, hasTopo := strings.Cut(rest, "-")
-	s.Scheduler = SchedulerFamily(sched)
-	if hasTopo {
-		var t NodeTopology
-		if _, err := fmt.Sscanf(topo, "%ds-%dllc-smt%d", &t.Sockets, &t.LLCsPerSocket, &t.ThreadsPerCore); err != nil {
-			return s, fmt.Errorf("shape %q: topology %q is not of the form 2s-2llc-smt2", name, topo)
+	parts := strings.Split(rest, "-")
+	s.Scheduler = SchedulerFamily(parts[0])
+	parts = parts[1:]
+	for len(parts) > 0 {
+		p := parts[0]
+		switch {
+		case len(p) > 1 && p[0] == 'k' && p[1] >= '0' && p[1] <= '9':
+			s.Kernel = p[1:]
+		case strings.HasPrefix(p, "hz"):
+			hz, err := strconv.Atoi(p[2:])
+			if err != nil {
+				return s, fmt.Errorf("shape %q: tick rate %q is not of the form hz1000", name, p)
+			}
+			s.HZ = int32(hz)
+		case p == "none" || p == "voluntary" || p == "full" || p == "lazy":
+			s.Preempt = PreemptModel(strings.ToUpper(p[:1]) + p[1:])
+		case p == "tsnone":
+			s.TunableScaling = ScalingNone
+		case p == "tslinear":
+			s.TunableScaling = ScalingLinear
+		default:
+			var t NodeTopology
+			topo := strings.Join(parts, "-")
+			if _, err := fmt.Sscanf(topo, "%ds-%dllc-smt%d", &t.Sockets, &t.LLCsPerSocket, &t.ThreadsPerCore); err != nil || len(parts) != 3 {
+				return s, fmt.Errorf("shape %q: %q is not a kernel (k6.18.44), tick rate (hz1000), preemption model, tunable scaling or topology (2s-2llc-smt2)", name, topo)
+			}
+			s.Topology = &t
+			return s, nil
 		}
-		s.Topology = &t
+		parts = parts[1:]
 	}
 	return s, nil
 }

@@ -12,6 +12,11 @@ func TestShapeNameRoundTrip(t *testing.T) {
 		{NodeShape{CPUs: 2, Scheduler: SchedulerCFS, Topology: &NodeTopology{Sockets: 1}}, "2cpu-CFS"},
 		{NodeShape{CPUs: 32, Scheduler: SchedulerEEVDF, Topology: &NodeTopology{Sockets: 2, LLCsPerSocket: 2, ThreadsPerCore: 2}}, "32cpu-EEVDF-2s-2llc-smt2"},
 		{NodeShape{CPUs: 16, Scheduler: SchedulerEEVDF, Topology: &NodeTopology{ThreadsPerCore: 2}}, "16cpu-EEVDF-1s-1llc-smt2"},
+		{NodeShape{CPUs: 2, Kernel: "6.18.44-fc-v1045", HZ: 250, Preempt: PreemptNone}, "2cpu-EEVDF-k6.18.44-none"},
+		{NodeShape{CPUs: 2, Kernel: "6.12", Preempt: PreemptVoluntary}, "2cpu-EEVDF-k6.12.0"},
+		{NodeShape{CPUs: 4, Scheduler: SchedulerCFS, Kernel: "6.1.100", HZ: 1000, Preempt: PreemptFull, TunableScaling: ScalingLinear}, "4cpu-CFS-k6.1.100-hz1000-full-tslinear"},
+		{NodeShape{CPUs: 32, Kernel: "6.18.45", HZ: 100, Preempt: PreemptLazy, TunableScaling: ScalingNone,
+			Topology: &NodeTopology{Sockets: 2, LLCsPerSocket: 2, ThreadsPerCore: 2}}, "32cpu-EEVDF-k6.18.45-hz100-lazy-tsnone-2s-2llc-smt2"},
 	} {
 		if got := c.shape.Name(); got != c.name {
 			t.Errorf("%+v: name %q, want %q", c.shape, got, c.name)
@@ -24,7 +29,47 @@ func TestShapeNameRoundTrip(t *testing.T) {
 			t.Errorf("%q parsed to %+v, named %q", c.name, back, back.Name())
 		}
 	}
-	if _, err := ParseShapeName("32cpu-EEVDF-two"); err == nil {
-		t.Error("a bad topology suffix parsed")
+	for _, bad := range []string{"32cpu-EEVDF-two", "2cpu-EEVDF-hzfast", "2cpu-EEVDF-2s-2llc", "2cpu-EEVDF-2s-2llc-smt2-none"} {
+		if _, err := ParseShapeName(bad); err == nil {
+			t.Errorf("%q parsed", bad)
+		}
+	}
+}
+
+// Everything that changes a prediction is in the name: shapes that differ
+// in kernel release, tick rate, preemption model, tunable scaling or
+// topology never share one; what the simulator does not read (a release's
+// suffix, a default spelled out) does not split a name.
+func TestShapeNameCarriesWhatPredicts(t *testing.T) {
+	base := NodeShape{CPUs: 2, Scheduler: SchedulerEEVDF, Kernel: "6.18.44", HZ: 250, Preempt: PreemptNone}
+	differ := []func(*NodeShape){
+		func(s *NodeShape) { s.Kernel = "6.18.45" },
+		func(s *NodeShape) { s.Kernel = "6.12.0" },
+		func(s *NodeShape) { s.Kernel = "" },
+		func(s *NodeShape) { s.HZ = 1000 },
+		func(s *NodeShape) { s.Preempt = PreemptLazy },
+		func(s *NodeShape) { s.TunableScaling = ScalingNone },
+		func(s *NodeShape) { s.Scheduler = SchedulerCFS },
+		func(s *NodeShape) { s.Topology = &NodeTopology{ThreadsPerCore: 2} },
+	}
+	for i, f := range differ {
+		o := base
+		f(&o)
+		if o.Name() == base.Name() {
+			t.Errorf("change %d (%+v) keeps the name %q", i, o, base.Name())
+		}
+	}
+	same := []func(*NodeShape){
+		func(s *NodeShape) { s.Kernel = "6.18.44-fc-v1045" },
+		func(s *NodeShape) { s.HZ = 0 },
+		func(s *NodeShape) { s.TunableScaling = ScalingLog },
+		func(s *NodeShape) { s.Topology = &NodeTopology{Sockets: 1} },
+	}
+	for i, f := range same {
+		o := base
+		f(&o)
+		if o.Name() != base.Name() {
+			t.Errorf("change %d (%+v) renames %q to %q", i, o, base.Name(), o.Name())
+		}
 	}
 }

@@ -98,12 +98,6 @@ type NodeCapabilities struct {
 	TopologySource string `json:"topologySource,omitempty"`
 }
 
-// Shape names the simulator's view of the node, e.g. "8cpu-EEVDF" (see
-// NodeShape.Name).
-func (c *NodeCapabilities) Shape() string {
-	return NodeShape{CPUs: c.CPUs, Scheduler: c.Scheduler, Topology: c.Topology}.Name()
-}
-
 // GroupMeasurement is one group's metrics in one window.
 type GroupMeasurement struct {
 	// name of the group.

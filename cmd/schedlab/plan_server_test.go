@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"io"
 	"testing"
+
+	"github.com/schedlab/schedlab/api/v1alpha1"
 )
 
 // schedlab plan on the request-latency capacity sample answers, per shape
@@ -47,7 +49,11 @@ func TestPlanWebCapacitySample(t *testing.T) {
 		rate := a.At[0]
 		// 4 workers of 2 ms mean service on c CPUs: at most c/2 ms requests/s
 		// whatever the scheduler.
-		cpus := map[string]int64{"2cpu-EEVDF": 2, "4cpu-EEVDF": 4}[sh.Shape]
+		shape, err := v1alpha1.ParseShapeName(sh.Shape)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cpus := int64(shape.CPUs)
 		if cpus == 0 || rate >= cpus*500 {
 			t.Errorf("%s/%s: answer %d requests/s is not below the CPU capacity %d/s", sh.Shape, sh.Variant, rate, cpus*500)
 		}

@@ -160,8 +160,8 @@ func run(ctx context.Context, stdout, stderr io.Writer, f *runFlags, args []stri
 			return err
 		}
 	} else {
-		fmt.Fprintf(stdout, "%s: measured on %s (%s, kernel %s) next to the simulator's prediction for %s\n\n",
-			exp.Name, hostname, caps.Shape(), caps.KernelVersion, experiment.ShapeName(shape))
+		fmt.Fprintf(stdout, "%s: measured on %s (kernel %s) next to the simulator's prediction for its shape, %s\n\n",
+			exp.Name, hostname, caps.KernelVersion, experiment.ShapeName(shape))
 		if err := rep.WriteTable(stdout); err != nil {
 			return err
 		}

@@ -1,7 +1,9 @@
 package experiment
 
 import (
+	"encoding/json"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -153,8 +155,66 @@ func TestShapeFromCapabilities(t *testing.T) {
 		t.Errorf("6.1 node: %+v, want %+v", got, want)
 	}
 	got = ShapeFromCapabilities(&v1alpha1.NodeCapabilities{CPUs: 2, KernelVersion: "6.18.44", HZ: 123})
-	if got.Scheduler != v1alpha1.SchedulerEEVDF || got.HZ != 0 || ShapeName(got) != "2cpu-EEVDF" {
-		t.Errorf("6.18 node with HZ 123: %+v (%s), want EEVDF, HZ unset, 2cpu-EEVDF", got, ShapeName(got))
+	if got.Scheduler != v1alpha1.SchedulerEEVDF || got.HZ != 0 || ShapeName(got) != "2cpu-EEVDF-k6.18.44" {
+		t.Errorf("6.18 node with HZ 123: %+v (%s), want EEVDF, HZ unset, 2cpu-EEVDF-k6.18.44", got, ShapeName(got))
+	}
+}
+
+// Two nodes whose predictions differ never share a shape name: the name
+// the controller, the analysis and run group nodes by comes from the one
+// translation (ShapeFromCapabilities) and carries the kernel, the tick rate
+// and the preemption model. Here a probe beside hogs is simulated for each
+// node; nodes that only differ in what the simulator does not read (the
+// release's suffix) share the name and the prediction.
+func TestShapeNamesSeparatePredictions(t *testing.T) {
+	spec := &v1alpha1.SchedExperimentSpec{Duration: metav1.Duration{Duration: 2 * time.Second}, Variants: []v1alpha1.Variant{{Name: "v"}},
+		Workload: v1alpha1.Workload{Groups: []v1alpha1.Group{
+			{Name: "hogs", Tasks: ptr(int32(3)), Pattern: &v1alpha1.Pattern{Type: v1alpha1.PatternHog}},
+			{Name: "probe", Pattern: &v1alpha1.Pattern{Type: v1alpha1.PatternLatencyProbe, Interval: &metav1.Duration{Duration: time.Millisecond}}},
+		}}}
+	caps := []v1alpha1.NodeCapabilities{
+		{CPUs: 2, KernelVersion: "6.18.44-fc-v1045", HZ: 250, Preempt: v1alpha1.PreemptNone},
+		{CPUs: 2, KernelVersion: "6.18.44-generic", HZ: 250, Preempt: v1alpha1.PreemptNone},
+		{CPUs: 2, KernelVersion: "6.18.44", HZ: 1000, Preempt: v1alpha1.PreemptNone},
+		{CPUs: 2, KernelVersion: "6.18.44", HZ: 250, Preempt: v1alpha1.PreemptLazy},
+		{CPUs: 2, KernelVersion: "6.6.50", HZ: 250, Preempt: v1alpha1.PreemptNone},
+		{CPUs: 2, KernelVersion: "6.1.100", HZ: 250, Preempt: v1alpha1.PreemptNone},
+	}
+	byName := map[string]string{}
+	for i := range caps {
+		sh := ShapeFromCapabilities(&caps[i])
+		in, err := SimInput(spec, 0, sh, PredictOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		in.Seed = 1
+		res, err := simengine.Run(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := json.Marshal(res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := string(b)
+		name := ShapeName(sh)
+		if prev, ok := byName[name]; ok && prev != got {
+			t.Errorf("%s names two nodes predicted differently (%+v)", name, caps[i])
+		}
+		byName[name] = got
+	}
+	if len(byName) != 5 {
+		t.Errorf("%d names for 5 distinct nodes", len(byName))
+	}
+	// The kernels and the tick rate change this workload's prediction (the
+	// lazy model only changes cross-CPU wake-ups, which it has few of).
+	var preds []string
+	for _, p := range byName {
+		preds = append(preds, p)
+	}
+	slices.Sort(preds)
+	if n := len(slices.Compact(preds)); n < 4 {
+		t.Errorf("%d distinct predictions for the 5 shapes, want at least 4 (the test's nodes should differ)", n)
 	}
 }
 
@@ -163,8 +223,8 @@ func TestShapeFromCapabilities(t *testing.T) {
 func TestShapeFromCapabilitiesTopology(t *testing.T) {
 	caps := &v1alpha1.NodeCapabilities{CPUs: 32, KernelVersion: "6.12.0", Topology: &v1alpha1.NodeTopology{Sockets: 2, LLCsPerSocket: 2, ThreadsPerCore: 2}}
 	sh := ShapeFromCapabilities(caps)
-	if sh.Topology == nil || *sh.Topology != *caps.Topology || ShapeName(sh) != "32cpu-EEVDF-2s-2llc-smt2" {
-		t.Fatalf("32-CPU 2×2×2 node: shape %+v named %s, want its topology and 32cpu-EEVDF-2s-2llc-smt2", sh, ShapeName(sh))
+	if sh.Topology == nil || *sh.Topology != *caps.Topology || ShapeName(sh) != "32cpu-EEVDF-k6.12.0-2s-2llc-smt2" {
+		t.Fatalf("32-CPU 2×2×2 node: shape %+v named %s, want its topology and 32cpu-EEVDF-k6.12.0-2s-2llc-smt2", sh, ShapeName(sh))
 	}
 	spec := &v1alpha1.SchedExperimentSpec{Duration: metav1.Duration{Duration: time.Second}, Variants: []v1alpha1.Variant{{Name: "v"}},
 		Workload: v1alpha1.Workload{Groups: []v1alpha1.Group{{Name: "g", Pattern: &v1alpha1.Pattern{Type: v1alpha1.PatternHog}}}}}
@@ -181,7 +241,7 @@ func TestShapeFromCapabilitiesTopology(t *testing.T) {
 		{CPUs: 8, KernelVersion: "6.12.0"},
 	} {
 		sh := ShapeFromCapabilities(c)
-		if sh.Topology != nil || ShapeName(sh) != fmt.Sprintf("%dcpu-EEVDF", c.CPUs) {
+		if sh.Topology != nil || ShapeName(sh) != fmt.Sprintf("%dcpu-EEVDF-k6.12.0", c.CPUs) {
 			t.Errorf("caps %+v: shape topology %+v named %s, want flat", c, sh.Topology, ShapeName(sh))
 		}
 		if in, _ := SimInput(spec, 0, sh, PredictOptions{}); !in.Node.Topology.IsZero() {

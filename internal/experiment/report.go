@@ -31,8 +31,12 @@ type Report struct {
 type NodeReport struct {
 	CPUs      int32  `json:"cpus"`
 	Scheduler string `json:"scheduler"`
-	HZ        int32  `json:"hz,omitempty"`
-	Preempt   string `json:"preempt,omitempty"`
+	// Kernel is the shape's kernel release; absent for the simulator's
+	// reference kernel.
+	Kernel         string `json:"kernel,omitempty"`
+	HZ             int32  `json:"hz,omitempty"`
+	Preempt        string `json:"preempt,omitempty"`
+	TunableScaling string `json:"tunableScaling,omitempty"`
 	// Topology is the shape's CPU topology; absent when flat.
 	Topology *v1alpha1.NodeTopology `json:"topology,omitempty"`
 }
@@ -60,11 +64,13 @@ type GroupReport struct {
 
 // Name is the node shape's name (NodeShape.Name).
 func (n NodeReport) Name() string {
-	return v1alpha1.NodeShape{CPUs: n.CPUs, Scheduler: v1alpha1.SchedulerFamily(n.Scheduler), Topology: n.Topology}.Name()
+	return v1alpha1.NodeShape{CPUs: n.CPUs, Scheduler: v1alpha1.SchedulerFamily(n.Scheduler), Kernel: n.Kernel, HZ: n.HZ,
+		Preempt: v1alpha1.PreemptModel(n.Preempt), TunableScaling: v1alpha1.TunableScaling(n.TunableScaling), Topology: n.Topology}.Name()
 }
 
 func nodeReport(n v1alpha1.NodeShape) NodeReport {
-	r := NodeReport{CPUs: n.CPUs, Scheduler: orDefault(string(n.Scheduler), "EEVDF"), HZ: n.HZ, Preempt: string(n.Preempt)}
+	r := NodeReport{CPUs: n.CPUs, Scheduler: orDefault(string(n.Scheduler), "EEVDF"), Kernel: n.Kernel, HZ: n.HZ,
+		Preempt: string(n.Preempt), TunableScaling: string(n.TunableScaling)}
 	if !n.Topology.IsFlat() {
 		r.Topology = n.Topology.DeepCopy()
 	}

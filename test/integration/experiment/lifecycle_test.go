@@ -54,8 +54,8 @@ func TestLifecycle(t *testing.T) {
 	var chosen []string
 	for _, n := range e.Status.Nodes {
 		chosen = append(chosen, n.Name)
-		if n.Phase != v1alpha1.NodeRunCompleted || n.StepsDone != 4 || n.StepsTotal != 4 || n.Shape != "4cpu-EEVDF" {
-			t.Errorf("node progress %+v, want Completed 4/4 on 4cpu-EEVDF", n)
+		if n.Phase != v1alpha1.NodeRunCompleted || n.StepsDone != 4 || n.StepsTotal != 4 || n.Shape != "4cpu-EEVDF-k6.8.0" {
+			t.Errorf("node progress %+v, want Completed 4/4 on 4cpu-EEVDF-k6.8.0", n)
 		}
 	}
 	if want := []string{p + "-a", p + "-b", p + "-f"}; strings.Join(chosen, ",") != strings.Join(want, ",") {

@@ -279,8 +279,11 @@ func TestSimulate(t *testing.T) {
 			t.Errorf("row %+v: want predicted only", r)
 		}
 	}
-	if len(shapes) != 2 || shapes["4cpu-EEVDF"] != 4 || shapes["8cpu-CFS"] != 4 {
-		t.Errorf("rows per shape %v, want 4 for each of 4cpu-EEVDF and 8cpu-CFS", shapes)
+	// The shape name carries the kernel release (it selects the
+	// simulator's version-dependent rules), so the two 4-CPU nodes on
+	// different kernels are two shapes.
+	if len(shapes) != 3 || shapes["4cpu-EEVDF-k6.8.0"] != 4 || shapes["4cpu-EEVDF-k6.9.1"] != 4 || shapes["8cpu-CFS-k5.15.0"] != 4 {
+		t.Errorf("rows per shape %v, want 4 for each of 4cpu-EEVDF-k6.8.0, 4cpu-EEVDF-k6.9.1 and 8cpu-CFS-k5.15.0", shapes)
 	}
 	if _, ok := h.daemonSet(name); ok || len(h.nodeRuns(name)) != 0 || len(h.leases()) != 0 {
 		t.Errorf("Simulate made a DaemonSet, NodeRuns or Leases")
@@ -417,12 +420,12 @@ func TestWaitsForAReadyNode(t *testing.T) {
 // operator's namespace is used by the predictions and shown in the status.
 func TestCalibrationFromConfigMap(t *testing.T) {
 	h := newHarness(t, harnessOptions{})
-	cal := v1alpha1.ShapeCalibration{Shape: "4cpu-EEVDF", WakeupOverheadNs: 50_000, ErrorBefore: "30.0%", ErrorAfter: "5.0%"}
+	cal := v1alpha1.ShapeCalibration{Shape: "4cpu-EEVDF-k6.8.0", WakeupOverheadNs: 50_000, ErrorBefore: "30.0%", ErrorAfter: "5.0%"}
 	data, err := experiment.CalibrationConfigMapData(cal)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmName := experiment.CalibrationConfigMapName("4cpu-EEVDF")
+	cmName := experiment.CalibrationConfigMapName("4cpu-EEVDF-k6.8.0")
 	if err := k8s.Create(h.ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: cmName}, Data: data}); err != nil {
 		t.Fatal(err)
 	}
@@ -432,11 +435,11 @@ func TestCalibrationFromConfigMap(t *testing.T) {
 	name := h.createExperiment("exp", spec)
 	e := h.waitCondition(name, v1alpha1.ConditionCompleted, metav1.ConditionTrue, v1alpha1.ReasonSimulated, time.Minute)
 	if len(e.Status.Calibration) != 1 || e.Status.Calibration[0].ConfigMap != cmName || e.Status.Calibration[0].WakeupOverheadNs != 50_000 {
-		t.Fatalf("status.calibration %+v, want the 4cpu-EEVDF ConfigMap's", e.Status.Calibration)
+		t.Fatalf("status.calibration %+v, want the 4cpu-EEVDF-k6.8.0 ConfigMap's", e.Status.Calibration)
 	}
 	var p99 float64
 	for _, r := range e.Status.Results {
-		if r.Shape == "4cpu-EEVDF" && r.Group == "probe" && r.Variant == "baseline" && r.Predicted != nil && r.Predicted.WakeupLatencyUs != nil {
+		if r.Shape == "4cpu-EEVDF-k6.8.0" && r.Group == "probe" && r.Variant == "baseline" && r.Predicted != nil && r.Predicted.WakeupLatencyUs != nil {
 			p99 = r.Predicted.WakeupLatencyUs.P99
 		}
 	}
