@@ -50,6 +50,7 @@ func (r *SchedExperimentReconciler) deletionPhases() []phase {
 	return []phase{
 		{"observe", r.observe},
 		{"clean up sweep jobs", r.cleanupSweepJobs},
+		{"delete full results", func(ctx context.Context, s *scope) error { return r.deleteFullResults(ctx, s, 0) }},
 		{"drain", r.drainForDeletion},
 		{"release nodes", r.releaseNodes},
 		{"remove finalizer", r.removeFinalizer},

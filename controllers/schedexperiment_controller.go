@@ -162,7 +162,9 @@ func (r *SchedExperimentReconciler) Reconcile(ctx context.Context, req reconcile
 	if err == nil {
 		s.status.ObservedGeneration = exp.Generation
 	}
-	boundStatus(s)
+	if ferr := r.storeFullResults(ctx, s, boundStatus(s)); ferr != nil {
+		err = errors.Join(err, fmt.Errorf("storing the full results: %w", ferr))
+	}
 	if werr := r.writeStatus(ctx, s); werr != nil {
 		werr = ignoreConflict(werr)
 		if werr != nil && r.Recorder != nil {

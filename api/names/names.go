@@ -24,6 +24,9 @@ const (
 	// SweepOfLabel on a sweep's Job and ConfigMaps carries the experiment's
 	// name (as a label value).
 	SweepOfLabel = "schedlab.io/sweep-of"
+	// ResultsOfLabel on the ConfigMaps holding an experiment's full results
+	// carries the experiment's name (as a label value).
+	ResultsOfLabel = "schedlab.io/results-of"
 	// HolderAnnotation on a node Lease names the experiment that holds it,
 	// for people; the holderIdentity is what the controller compares.
 	HolderAnnotation = "schedlab.io/holder"
@@ -107,6 +110,12 @@ func SweepJob(experiment string) string {
 // SweepInput is the name of the ConfigMap that holds the manifest a sweep
 // Job's pods simulate.
 func SweepInput(job string) string { return job + "-input" }
+
+// FullResults is the name of the i-th ConfigMap of an experiment's full
+// results (status.fullResults).
+func FullResults(experiment string, i int) string {
+	return fmt.Sprintf("%s-%d", Shorten("schedlab-results-"+experiment, maxDNSSubName-4), i)
+}
 
 // SweepShard is the name of the ConfigMap shard i of a sweep Job's pods
 // writes.

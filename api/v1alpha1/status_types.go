@@ -228,11 +228,47 @@ type SchedExperimentStatus struct {
 
 	// omitted says what the status leaves out to stay within
 	// MaxStatusBytes (sweep points between the ones kept, result rows),
-	// empty when nothing is. The answers are always kept; schedlab plan
-	// computes the whole curve locally.
+	// empty when nothing is. The answers are always kept; the whole of
+	// results and sweep is in the ConfigMaps fullResults names.
 	// +optional
 	Omitted string `json:"omitted,omitempty"`
+
+	// fullResults names the ConfigMaps that hold the whole of results and
+	// sweep when the status leaves part of them out (omitted); absent
+	// otherwise.
+	// +optional
+	FullResults *FullResultsRef `json:"fullResults,omitempty"`
 }
+
+// FullResultsRef names the ConfigMaps holding a status's whole results and
+// sweep, written by the controller and owned by the experiment: the
+// concatenation of their binaryData[FullResultsKey], in order, is gzipped
+// JSON of {"results": [...], "sweep": {...}} (GroupResult and SweepStatus).
+type FullResultsRef struct {
+	// namespace of the ConfigMaps (the operator's).
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace"`
+
+	// configMaps in the order of their parts.
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=253
+	ConfigMaps []string `json:"configMaps"`
+
+	// generation of the experiment whose results they hold.
+	Generation int64 `json:"generation"`
+
+	// sha256 of the gzipped JSON, hex.
+	// +kubebuilder:validation:MaxLength=64
+	SHA256 string `json:"sha256"`
+
+	// bytes of the gzipped JSON.
+	Bytes int64 `json:"bytes"`
+}
+
+// FullResultsKey is the binaryData key of a full-results ConfigMap.
+const FullResultsKey = "results.json.gz"
 
 // MaxStatusBytes bounds the JSON of a SchedExperiment's status: far below
 // etcd's request limit (1.5 MiB by default) with the spec beside it.
