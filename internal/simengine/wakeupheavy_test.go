@@ -52,7 +52,7 @@ var wakeupHeavyCases = []wakeupHeavyCase{
 		miss: "the simulator's balancer moves every pair off the hog's CPU (1.000 / 1.000), one of the two layouts the kernel shows"},
 	{name: "3 pairs 20µs vs 8 hogs, 1:1", cpus: 2, pairs: 3, hogs: 8, workNs: 20_000, weightA: 100, weightB: 100,
 		windows: [][2]float64{{1.933, 0.042}, {1.969, 0.006}, {1.888, 0.065}, {1.424, 0.528}, {1.479, 0.490}, {1.579, 0.390}},
-		miss: "in four of six windows the kernel's pairs captured only part of the CPU against eight hogs (1.42-1.89); the simulator captures completely"},
+		miss:    "in four of six windows the kernel's pairs captured only part of the CPU against eight hogs (1.42-1.89); the simulator captures completely"},
 	// One pair: it runs alone on one CPU and the four hogs share the other.
 	{name: "1 pair 20µs vs 4 hogs, 1:1", cpus: 2, pairs: 1, hogs: 4, workNs: 20_000, weightA: 100, weightB: 100,
 		windows: [][2]float64{{0.953, 1.024}, {0.846, 0.919}, {0.943, 1.027}, {0.927, 0.993}, {0.987, 1.004}, {0.982, 1.011}, {0.993, 1.000},
