@@ -98,6 +98,12 @@ func Replicas(spec *v1alpha1.SchedExperimentSpec, opts PredictOptions) int {
 	return DefaultReplicas
 }
 
+// simSlots bounds the simulations running at once in this process to
+// GOMAXPROCS: every replica of every prediction takes a slot around its
+// simengine.Run, however many predictions run side by side (Predict's
+// variants and shapes, calibration's candidates).
+var simSlots = make(chan struct{}, runtime.GOMAXPROCS(0))
+
 // runReplicas runs in with seeds in.Seed, in.Seed+1, … (n of them) at once,
 // one goroutine each (the simulator is single-threaded and keeps no shared
 // state), and returns the results in seed order.
@@ -105,13 +111,12 @@ func runReplicas(in simengine.Input, n int) ([]*simengine.Result, error) {
 	out := make([]*simengine.Result, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
-	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
 	for i := 0; i < n; i++ {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
+			simSlots <- struct{}{}
+			defer func() { <-simSlots }()
 			r := in
 			r.Seed = in.Seed + uint64(i)
 			out[i], errs[i] = simengine.Run(r)
@@ -339,15 +344,30 @@ func SimInput(spec *v1alpha1.SchedExperimentSpec, variant int, shape v1alpha1.No
 // Predict runs the simulator for every shape × variant and returns one
 // prediction per shape × variant × group, in spec order.
 func Predict(spec *v1alpha1.SchedExperimentSpec, shapes []v1alpha1.NodeShape, opts PredictOptions) ([]Prediction, error) {
-	var out []Prediction
-	for _, shape := range shapes {
-		for vi := range spec.Variants {
-			res, err := simulateVariant(spec, vi, shape, opts)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, res...)
+	// Every (shape, variant) pair is simulated at once, so that their
+	// replicas together keep every core busy (simSlots bounds them); the
+	// predictions come out in shape, then variant order, and the first
+	// error in that order is returned.
+	nv := len(spec.Variants)
+	res := make([][]Prediction, len(shapes)*nv)
+	errs := make([]error, len(shapes)*nv)
+	var wg sync.WaitGroup
+	for si := range shapes {
+		for vi := 0; vi < nv; vi++ {
+			wg.Add(1)
+			go func(j, vi int, shape v1alpha1.NodeShape) {
+				defer wg.Done()
+				res[j], errs[j] = simulateVariant(spec, vi, shape, opts)
+			}(si*nv+vi, vi, shapes[si])
 		}
+	}
+	wg.Wait()
+	var out []Prediction
+	for j := range res {
+		if errs[j] != nil {
+			return nil, errs[j]
+		}
+		out = append(out, res[j]...)
 	}
 	return out, nil
 }
