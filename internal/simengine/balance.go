@@ -220,16 +220,28 @@ func groupClassify(nr int32, util, runnable float64) int {
 	return groupFullyBusy
 }
 
-// newidleBalance is newidle_balance(): skipped when the CPU is expected to
-// be idle for less than the migration cost or no CPU is overloaded.
+// newidleBalance is sched_balance_newidle() (v6.10+; newidle_balance()
+// before): nothing to do with a wake-up on its way (rq->ttwu_pending), the
+// version's gate (newidleGate), the blocked averages, then the domains
+// bottom up (newidleDomain); the flat machine has one.
 func (s *sim) newidleBalance(c int32) bool {
-	if s.nCPU == 1 || s.migrationCost < 0 || s.cpus[c].avgIdle < s.migrationCost || !s.overloaded() {
+	if s.nCPU == 1 || s.migrationCost < 0 || s.cpus[c].ttwuPending > 0 {
 		return false
 	}
 	if s.topo != nil {
 		return s.newidleBalanceTopo(c)
 	}
-	return s.loadBalance(c, true, true)
+	ni := &s.cpus[c].ni
+	if !s.newidleGate(c, ni) {
+		return false
+	}
+	s.updateBlockedAverages(c)
+	var curr int64
+	pulled, _ := s.newidleDomain(c, ni, &curr, func() (bool, bool) {
+		return s.loadBalance(c, true, true), true
+	})
+	s.newidleDone(c, curr)
+	return pulled
 }
 
 // loadBalance is load_balance() with find_busiest_group(),

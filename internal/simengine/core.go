@@ -42,6 +42,8 @@ func (s *sim) schedule(c int32) {
 			if cpu.runEndT != never {
 				s.setRunEnd(c, never)
 			}
+			s.nohzNewidleBalance(c)
+			s.nohzEnterIdle(c)
 			cpu.idleStamp = s.now
 			s.setIdle(c, s.cpuIdle(c))
 			if s.topo != nil {
@@ -281,10 +283,11 @@ func (s *sim) requeueDelayedEntity(se int32) {
 // default). Idle CPUs are tickless (NO_HZ_IDLE); a busy CPU kicks the idle
 // load balance for them (nohz_balancer_kick()).
 func (s *sim) tick() {
-	anyIdleDue := false
+	anyIdleDue, anyIdle := false, false
 	for c := int32(0); c < s.nCPU; c++ {
 		cpu := &s.cpus[c]
 		if cpu.curr < 0 {
+			anyIdle = true
 			if cpu.nextBalance <= s.now {
 				anyIdleDue = true
 			}
@@ -294,19 +297,36 @@ func (s *sim) tick() {
 			s.reschedCurr(c, false)
 		}
 		s.taskTickFair(c)
-		if cpu.nextBalance <= s.now {
+		if cpu.nextBalance <= s.now && s.nCPU > 1 {
+			// sched_balance_softirq(): the blocked averages, then the
+			// domains (a single CPU has none: sched_balance_trigger()
+			// returns on a null domain).
+			s.updateBlockedAverages(c)
 			if s.topo != nil {
 				s.rebalanceDomains(c, cpuNotIdle) // per level: topology.go
 				continue
 			}
 			// rebalance_domains(): busy CPUs balance busy_factor times less often.
+			s.decayNewidleCost(c)
 			s.loadBalance(c, false, false)
 			cpu.nextBalance = s.now + s.balanceIntervalNs*busyFactor
 		}
 	}
-	if anyIdleDue && s.nCPU > 1 && (s.topo == nil && s.overloaded() || s.topo != nil && s.nohzKickTopo()) {
+	if s.nCPU == 1 || !anyIdle {
+		return
+	}
+	// nohz_balancer_kick() from the busy CPUs' tick (some CPU runs here:
+	// an all-idle machine has no tick): a balance kick carries
+	// NOHZ_STATS_KICK too; without one, the stats alone every
+	// LOAD_AVG_PERIOD while idle CPUs have blocked load.
+	if anyIdleDue && (s.topo == nil && s.overloaded() || s.topo != nil && s.nohzKickTopo()) {
+		s.nohzStatsStart()
+		hasBlocked := false
 		for c := int32(0); c < s.nCPU; c++ {
 			cpu := &s.cpus[c]
+			if s.cpuIdle(c) && s.updateNohzStats(c) {
+				hasBlocked = true
+			}
 			if cpu.curr < 0 && cpu.ttwuPending == 0 && cpu.nextBalance <= s.now {
 				if s.topo != nil {
 					if s.rebalanceDomains(c, cpuIdleBal); s.rqs[cpu.root].hNr > 0 {
@@ -314,12 +334,18 @@ func (s *sim) tick() {
 					}
 					continue
 				}
+				s.decayNewidleCost(c)
 				if s.loadBalance(c, true, false) {
 					s.reschedCurr(c, false)
 				}
 				cpu.nextBalance = s.now + s.balanceIntervalNs
 			}
 		}
+		s.nohzStatsEnd(hasBlocked)
+		return
+	}
+	if s.nohzStatsDue() {
+		s.nohzStatsPass(-1)
 	}
 }
 
@@ -454,13 +480,12 @@ func (s *sim) ttwuActivate(ti, wakerCPU int32, sync bool, reason int64) {
 	c := t.cpu
 	cpu := &s.cpus[c]
 	if s.rqIdle(c) {
-		// Update rq->avg_idle with this idle period (rq->idle_stamp).
+		// Update rq->avg_idle with this idle period (rq->idle_stamp):
+		// update_avg(), then the clamp to twice rq->max_idle_balance_cost
+		// (ttwu_do_activate(), v6.12 and v6.18).
 		d := s.now - cpu.idleStamp
-		maxIdle := 2 * max(s.migrationCost, 0)
-		if d > maxIdle {
-			d = maxIdle
-		}
 		cpu.avgIdle += (d - cpu.avgIdle) / 8
+		cpu.avgIdle = min(cpu.avgIdle, 2*cpu.maxIdleBalanceCost)
 	}
 	t.state = tsQueued
 	t.wakeAt = reason
@@ -546,6 +571,7 @@ func (s *sim) attachTaskLoad(ti int32) {
 		r := &s.rqs[cq]
 		r.loadAvg.avg += amt
 		s.syncTgContrib(cq)
+		s.listAddLeafCfsRq(cq)
 		if r.ge < 0 {
 			return
 		}

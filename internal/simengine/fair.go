@@ -626,6 +626,9 @@ func (s *sim) enqueueEntity(cq, se int32, flags int) {
 	}
 	r.load += e.weight
 	r.nr++
+	if !r.onList {
+		s.listAddLeafCfsRq(cq)
+	}
 	if r.curr != se {
 		s.enqueueTree(cq, se)
 	}

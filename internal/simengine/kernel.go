@@ -95,6 +95,15 @@ type kernelRules struct {
 	// union with se->vlag (until tip commit 6b6d09f, December 2025), so
 	// reweight_entity() of curr, which writes se->vlag, ends the protection.
 	vprot bool
+	// newidleCostGate: sched_balance_newidle() (newidle_balance() before
+	// v6.10) skips the balance when rq->avg_idle < sd->max_newidle_lb_cost
+	// from v5.16, when it is below sysctl_sched_migration_cost before.
+	newidleCostGate bool
+	// newidleBump: v6.18.0..v6.18.4 count a new-idle balance that pulled
+	// nothing as 3/2 of the domain's max cost (newidle.go).
+	newidleBump bool
+	// newidleProportional: NI_RANDOM, v6.18.5+ and v6.19+ (newidle.go).
+	newidleProportional bool
 }
 
 // referenceKernel is the release the simulator models when Node.Kernel is
@@ -104,12 +113,15 @@ var referenceKernel = kernelVersion{6, 12, 0}
 // rulesFor returns the rules of release v.
 func rulesFor(v kernelVersion) kernelRules {
 	return kernelRules{
-		eevdf:             v.atLeast(6, 6, 0),
-		legacySlice:       !v.atLeast(6, 15, 0),
-		completeEEVDF:     v.atLeast(6, 12, 0),
-		reweightPlaceCurr: v.atLeast(6, 13, 0) && !v.atLeast(7, 0, 0) && !(v.major == 6 && v.minor == 18 && v.patch >= 45),
-		didPreemptShort:   v.atLeast(6, 12, 0) && !v.atLeast(6, 17, 0),
-		vprot:             v.atLeast(6, 17, 0),
+		eevdf:               v.atLeast(6, 6, 0),
+		legacySlice:         !v.atLeast(6, 15, 0),
+		completeEEVDF:       v.atLeast(6, 12, 0),
+		reweightPlaceCurr:   v.atLeast(6, 13, 0) && !v.atLeast(7, 0, 0) && !(v.major == 6 && v.minor == 18 && v.patch >= 45),
+		didPreemptShort:     v.atLeast(6, 12, 0) && !v.atLeast(6, 17, 0),
+		vprot:               v.atLeast(6, 17, 0),
+		newidleCostGate:     v.atLeast(5, 16, 0),
+		newidleBump:         v.major == 6 && v.minor == 18 && v.patch < 5,
+		newidleProportional: v.atLeast(6, 19, 0) || v.major == 6 && v.minor == 18 && v.patch >= 5,
 	}
 }
 

@@ -44,6 +44,18 @@ func TestEveryKnobChangesTheSimulation(t *testing.T) {
 				Knobs:  Knobs{LatencyNs: 24e6, MinGranularityNs: 3e6},
 				Groups: []Group{{Name: "a", Tasks: 6}, {Name: "b", Tasks: 6, CPUWeight: 400}}}
 		},
+		// NI_RANDOM exists from 6.18.5; new-idle balances happen where
+		// CPUs go idle while another is overloaded: VALIDATION.md's mixed
+		// scenario.
+		"feature NI_RANDOM": func(sch Scheduler) Input {
+			return Input{Node: Node{CPUs: 2, Kernel: "6.18.44"}, DurationNs: 8e9, WarmupNs: 1e9, Seed: 4,
+				Groups: []Group{
+					{Name: "hogs", Tasks: 2},
+					{Name: "frames", Tasks: 1, Pattern: Pattern{Type: Periodic, RunNs: 4e6, PeriodNs: 40e6}},
+					{Name: "pingpong", Tasks: 2, Pattern: Pattern{Type: PingPong, RunNs: 20_000}},
+					{Name: "burst", Tasks: 1, Pattern: Pattern{Type: Burst, MeanRunNs: 2e6, MeanSleepNs: 6e6}},
+				}}
+		},
 		"feature ALT_PERIOD": func(sch Scheduler) Input {
 			return Input{Node: Node{CPUs: 1, Scheduler: sch}, DurationNs: 5e8,
 				Groups: []Group{{Name: "a", Tasks: 6}, {Name: "b", Tasks: 6}}}

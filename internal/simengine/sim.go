@@ -137,6 +137,7 @@ type cfsRq struct {
 	cpu int32
 	// calcGroupShares memo: the inputs of the last computation and its result.
 	shKeyOK                         bool
+	onList                          bool // on its CPU's leaf list (cfs_rq->on_list): blocked load to decay
 	shKeyLoad, shares               int64
 	shKeyTg, shKeyAvg, shKeyContrib float64
 	_                               [16]byte // pad to 192 bytes: three whole cache lines
@@ -238,6 +239,20 @@ type cpuState struct {
 	nrBalanceFailed int
 	forkCount       int32 // tasks placed here at start (fork balancing)
 	ttwuPending     int32 // wake-ups queued on this CPU's wake list (rq->ttwu_pending)
+
+	// Blocked load (blocked.go): the group queues whose averages still
+	// decay (rq->leaf_cfs_rq_list), rq->has_blocked_load and
+	// rq->last_blocked_load_update_tick (jiffies).
+	leaf            []int32
+	hasBlockedLoad  bool
+	lastBlockedTick int64
+	ni              newidleState // the flat domain's new-idle cost tracking
+	// rq->max_idle_balance_cost: sched_init() sets it to the migration
+	// cost's boot default; sched_balance_domains() resets it to the larger
+	// of the migration cost and the domains' max new-idle costs when one
+	// decays, and a longer new-idle balance raises it. avg_idle is
+	// clamped to twice it.
+	maxIdleBalanceCost int64
 }
 
 type event struct {
@@ -278,6 +293,16 @@ type sim struct {
 	floorSpread                                                    bool
 	floorRnd                                                       uint64
 	balanceIntervalNs                                              int64
+	// The new-idle balance rules of the node's kernel (newidle.go), the
+	// tick rate, a new-idle balance's cost per domain and NI_RANDOM's
+	// random stream.
+	newidleCostGate, newidleBump, newidleProportional bool
+	hz, newidleNs                                     int64
+	niRnd                                             uint64
+	// nohz.has_blocked and nohz.next_blocked (jiffies): the periodic
+	// update of idle CPUs' blocked load (blocked.go).
+	nohzHasBlocked  bool
+	nohzNextBlocked int64
 
 	now, end, winStart int64
 	seq                uint64
@@ -329,17 +354,21 @@ func newSim(in *Input) (*sim, error) {
 		hz = DefaultHZ
 	}
 	s := &sim{
-		in:                in,
-		nCPU:              int32(n.CPUs),
-		eevdf:             sched == EEVDF,
-		feat:              feat,
-		lazy:              n.Preempt == "Lazy",
-		reweightPlaceCurr: kr.reweightPlaceCurr && sched == EEVDF,
-		didPreemptShort:   kr.didPreemptShort && sched == EEVDF && feat.preemptShort,
-		vprot:             kr.vprot && sched == EEVDF,
-		groupSlice:        kr.completeEEVDF && sched == EEVDF,
-		tickNs:            1_000_000_000 / int64(hz),
-		pt:                newPeltTables(),
+		in:                  in,
+		nCPU:                int32(n.CPUs),
+		eevdf:               sched == EEVDF,
+		feat:                feat,
+		lazy:                n.Preempt == "Lazy",
+		reweightPlaceCurr:   kr.reweightPlaceCurr && sched == EEVDF,
+		didPreemptShort:     kr.didPreemptShort && sched == EEVDF && feat.preemptShort,
+		vprot:               kr.vprot && sched == EEVDF,
+		groupSlice:          kr.completeEEVDF && sched == EEVDF,
+		tickNs:              1_000_000_000 / int64(hz),
+		hz:                  int64(hz),
+		newidleCostGate:     kr.newidleCostGate,
+		newidleBump:         kr.newidleBump,
+		newidleProportional: kr.newidleProportional && feat.niRandom,
+		pt:                  newPeltTables(),
 	}
 	k := in.Knobs
 	s.baseSlice = DefaultBaseSlice(n)
@@ -381,6 +410,8 @@ func newSim(in *Input) (*sim, error) {
 	s.idleExitNs = k0.IdleExitNs
 	s.wakeCPUNs = k0.WakeupCPUNs
 	s.armCPUNs = k0.TimerArmCPUNs
+	s.newidleNs = k0.NewidleBalanceNs
+	s.niRnd = in.Seed*0xd1b54a32d192ed03 + 0x8bb84b93962eacc9
 	s.initFloor(k0, n.Calibration)
 	// One flat sched_domain spanning all CPUs: min_interval = sd_weight ms
 	// (sd_init(), v6.x).
@@ -451,6 +482,8 @@ func (s *sim) build() {
 		s.cpus[c].avgIdle = 2 * s.migrationCost // rq->avg_idle = 2*sysctl_sched_migration_cost (sched_init)
 		s.cpus[c].nextBalance = s.balanceIntervalNs
 		s.cpus[c].runEndT = never
+		s.cpus[c].ni = newNewidleState()
+		s.cpus[c].maxIdleBalanceCost = DefaultMigrationCost
 		s.setIdle(c, true)
 	}
 	autogroup := in.Knobs.Autogroup == nil || *in.Knobs.Autogroup

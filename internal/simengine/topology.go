@@ -81,6 +81,7 @@ type sdState struct {
 	balanceInterval int64 // ms
 	lastBalance     int64 // ns (a jiffy boundary)
 	nrBalanceFailed int
+	ni              newidleState // new-idle cost tracking (newidle.go)
 }
 
 // wakeeState is a task's (or a CPU's idle task's) wake_wide() record.
@@ -204,7 +205,7 @@ func (s *sim) buildTopology(t Topology, hz int64) {
 	tp.sd = make([]sdState, int(n)*nl)
 	for c := 0; c < int(n); c++ {
 		for i := range tp.levels {
-			tp.sd[c*nl+i] = sdState{balanceInterval: tp.levels[i].minInterval}
+			tp.sd[c*nl+i] = sdState{balanceInterval: tp.levels[i].minInterval, ni: newNewidleState()}
 		}
 	}
 	nLLC := n / llcSize
@@ -984,9 +985,17 @@ func (s *sim) rebalanceDomains(c int32, idle int) {
 	busy := idle != cpuIdleBal && !s.schedIdleCPU(c)
 	next := s.now + 60*1_000_000_000
 	cont := true
+	needDecay, maxCost := false, int64(0)
 	for l := range tp.levels {
 		st := tp.state(c, l)
+		// "Decay the newidle max times here because this is a regular
+		// visit to all the domains" (sched_balance_domains(), v6.12).
+		needDecay = s.updateNewidleCost(&st.ni, 0, 0)
+		maxCost += st.ni.maxCost
 		if !cont {
+			if needDecay {
+				continue
+			}
 			break
 		}
 		interval := s.balanceIntervalNsTopo(st, busy)
@@ -1005,22 +1014,33 @@ func (s *sim) rebalanceDomains(c int32, idle int) {
 		}
 		next = min(next, st.lastBalance+interval)
 	}
+	if needDecay {
+		s.cpus[c].maxIdleBalanceCost = max(s.migrationCost, maxCost)
+	}
 	s.cpus[c].nextBalance = next
 }
 
-// newidleBalanceTopo is the domain walk of sched_balance_newidle()
-// (newidle_balance() before v6.10): balance each level bottom up with
-// CPU_NEWLY_IDLE until a task is pulled.
+// newidleBalanceTopo is sched_balance_newidle() (newidle_balance()
+// before v6.10) on the domains: the gate on the lowest, the blocked
+// averages, then each level bottom up with CPU_NEWLY_IDLE (newidleDomain)
+// until a task is pulled.
 func (s *sim) newidleBalanceTopo(c int32) bool {
+	if !s.newidleGate(c, &s.topo.state(c, 0).ni) {
+		return false
+	}
+	s.updateBlockedAverages(c)
+	var curr int64
 	for l := range s.topo.levels {
-		r := s.balanceLevel(c, l, cpuNewlyIdle)
-		if r.moved {
-			return true
-		}
-		if !r.cont || s.rqs[s.cpus[c].root].hNr > 0 {
-			break
+		pulled, cont := s.newidleDomain(c, &s.topo.state(c, l).ni, &curr, func() (bool, bool) {
+			r := s.balanceLevel(c, l, cpuNewlyIdle)
+			return r.moved, r.cont && s.rqs[s.cpus[c].root].hNr == 0
+		})
+		if pulled || !cont {
+			s.newidleDone(c, curr)
+			return pulled
 		}
 	}
+	s.newidleDone(c, curr)
 	return false
 }
 

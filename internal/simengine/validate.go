@@ -27,6 +27,10 @@ var eevdfFeatures = []featureDef{
 	{"WA_BIAS", true},
 	{"LB_MIN", false},
 	{"SMP_FAIR_GROUPS", true}, // simulator-only: calc_group_shares vs fixed group weights
+	// NI_RANDOM (proportional new-idle balance, v6.18.5+ and v6.19, where
+	// the kernel's default is on; no effect on other releases): off by
+	// default in the simulator for now, see newidle.go.
+	{"NI_RANDOM", false},
 }
 
 // Features modelled for CFS kernels (kernel/sched/features.h, v6.1).
@@ -63,7 +67,7 @@ type features struct {
 	delayDequeue, delayZero                                   bool
 	wakeupPreemption, waIdle, waWeight, waBias, lbMin         bool
 	gentleFairSleepers, startDebit, altPeriod, baseSlice      bool
-	smpFairGroups                                             bool
+	smpFairGroups, niRandom                                   bool
 }
 
 // resolveFeatures applies set over the defaults of scheduler s on a kernel
@@ -111,6 +115,7 @@ func resolveFeatures(s Scheduler, set map[string]bool, kr kernelRules) (features
 		altPeriod:            val["ALT_PERIOD"],
 		baseSlice:            val["BASE_SLICE"],
 		smpFairGroups:        val["SMP_FAIR_GROUPS"],
+		niRandom:             val["NI_RANDOM"],
 	}, nil
 }
 
