@@ -30,7 +30,8 @@ type Node struct {
 	Preempt string `json:"preempt,omitempty"`
 	// TunableScaling is "None", "Log" or "Linear"; "" means Log (the kernel default).
 	TunableScaling string `json:"tunableScaling,omitempty"`
-	// LegacySlice selects the EEVDF base slice of kernels before 6.15 (0.75 ms instead of 0.70 ms).
+	// LegacySlice selects the EEVDF base slice of kernels before 6.15 and
+	// the stable backports (0.75 ms instead of 0.70 ms; see DefaultBaseSlice).
 	LegacySlice bool `json:"legacySlice,omitempty"`
 	// Constants are the node's wake-up path constants (the latency floor);
 	// zero fields take the defaults of DefaultConstants, so a prediction
@@ -413,8 +414,9 @@ func tunableFactor(n Node) int64 {
 }
 
 // DefaultBaseSlice is the EEVDF base_slice_ns a stock kernel boots with on n:
-// 0.70 ms (0.75 ms before 6.15: LegacySlice, or a Kernel before 6.15) times
-// the tunable scaling factor.
+// 0.70 ms (0.75 ms with LegacySlice, or a Kernel before 6.15 and before the
+// stable backports 6.14.9, 6.12.31 and 6.6.93) times the tunable scaling
+// factor.
 func DefaultBaseSlice(n Node) int64 {
 	base := int64(700_000)
 	if n.LegacySlice || rulesFor(nodeKernel(n)).legacySlice && n.Kernel != "" {

@@ -61,7 +61,12 @@ func (v kernelVersion) atLeast(major, minor, patch int) bool {
 type kernelRules struct {
 	// eevdf: EEVDF replaced CFS in v6.6.
 	eevdf bool
-	// legacySlice: the base slice was 0.75 ms before v6.15 (0.70 ms after).
+	// legacySlice: the base slice is 0.75 ms; 0.70 ms from commit
+	// 2ae891b82695 ("sched: Reduce the default slice to avoid tasks getting
+	// an extra tick"), merged for v6.15 and taken by the stable series in
+	// 6.14.9, 6.12.31 and 6.6.93 (stable reviews of 27 May and 2 June 2025;
+	// 6.12.67's and 6.18's sources have 700000, 6.12.0's 750000). The other
+	// EEVDF series (6.7..6.11, 6.13) ended with 0.75 ms.
 	legacySlice bool
 	// completeEEVDF: DELAY_DEQUEUE and PREEMPT_SHORT exist from v6.12.
 	completeEEVDF bool
@@ -113,8 +118,9 @@ var referenceKernel = kernelVersion{6, 12, 0}
 // rulesFor returns the rules of release v.
 func rulesFor(v kernelVersion) kernelRules {
 	return kernelRules{
-		eevdf:               v.atLeast(6, 6, 0),
-		legacySlice:         !v.atLeast(6, 15, 0),
+		eevdf: v.atLeast(6, 6, 0),
+		legacySlice: !(v.atLeast(6, 15, 0) || v.major == 6 && (v.minor == 14 && v.patch >= 9 ||
+			v.minor == 12 && v.patch >= 31 || v.minor == 6 && v.patch >= 93)),
 		completeEEVDF:       v.atLeast(6, 12, 0),
 		reweightPlaceCurr:   v.atLeast(6, 13, 0) && !v.atLeast(7, 0, 0) && !(v.major == 6 && v.minor == 18 && v.patch >= 45),
 		didPreemptShort:     v.atLeast(6, 12, 0) && !v.atLeast(6, 17, 0),

@@ -318,3 +318,25 @@ func TestGroupSlicePropagates(t *testing.T) {
 		}
 	}
 }
+
+// The default base slice is 0.75 ms until commit 2ae891b82695 lowered it to
+// 0.70 ms: mainline v6.15, and the stable series at 6.14.9, 6.12.31 and
+// 6.6.93 (the stable review mails of 27 May and 2 June 2025 carry it;
+// fair.c of 6.12.0 has 750000, of 6.12.67 and 6.18.2 700000). 1 CPU: the
+// tunable scaling factor is 1.
+func TestDefaultBaseSliceByRelease(t *testing.T) {
+	for _, c := range []struct {
+		kernel string
+		want   int64
+	}{
+		{"6.6.0", 750_000}, {"6.6.92", 750_000}, {"6.6.93", 700_000}, {"6.6.120-generic", 700_000},
+		{"6.8.0-45-generic", 750_000}, {"6.11.11", 750_000},
+		{"6.12", 750_000}, {"6.12.30", 750_000}, {"6.12.31", 700_000}, {"6.12.67", 700_000},
+		{"6.13.12", 750_000}, {"6.14.8", 750_000}, {"6.14.9", 700_000},
+		{"6.15", 700_000}, {"6.18.44-fc-v1045", 700_000}, {"", 700_000},
+	} {
+		if got := DefaultBaseSlice(Node{CPUs: 1, Kernel: c.kernel}); got != c.want {
+			t.Errorf("kernel %q: base slice %d ns, want %d", c.kernel, got, c.want)
+		}
+	}
+}
