@@ -1162,14 +1162,25 @@ func (s *sim) checkPreemptWakeup(c, ti, wakerCPU int32) {
 		return
 	}
 	lazy := s.lazy && wakerCPU != c
-	// Idle tasks are by definition preempted by non-idle tasks.
-	if cur.policy == polIdle && t.policy != polIdle {
-		s.reschedCurr(c, lazy)
-		return
-	}
-	// Batch and idle tasks do not preempt non-idle tasks.
-	if t.policy != polNormal || !s.feat.wakeupPreemption {
-		return
+	if s.idleStrictHierarchy {
+		// v6.12+ (commit faa42d29419d, "sched/fair: Make SCHED_IDLE
+		// entity be preempted in strict hierarchy"): no task-level idle
+		// test; the idle tests are made on the matched entities below, and
+		// only then do batch and idle wakees give up.
+		if !s.feat.wakeupPreemption {
+			return
+		}
+	} else {
+		// v6.1..v6.11: idle tasks are by definition preempted by non-idle
+		// tasks (whatever their groups).
+		if cur.policy == polIdle && t.policy != polIdle {
+			s.reschedCurr(c, lazy)
+			return
+		}
+		// Batch and idle tasks do not preempt non-idle tasks.
+		if t.policy != polNormal || !s.feat.wakeupPreemption {
+			return
+		}
 	}
 	se := cur.se
 	// find_matching_se(): walk both up to siblings on the same queue.
@@ -1197,6 +1208,9 @@ func (s *sim) checkPreemptWakeup(c, ti, wakerCPU int32) {
 	}
 	if cIdle != pIdle {
 		return
+	}
+	if s.idleStrictHierarchy && t.policy != polNormal {
+		return // BATCH and IDLE tasks do not preempt others (v6.12+)
 	}
 	cq := s.ents[se].rq
 	s.updateCurr(cq)

@@ -100,6 +100,12 @@ type kernelRules struct {
 	// union with se->vlag (until tip commit 6b6d09f, December 2025), so
 	// reweight_entity() of curr, which writes se->vlag, ends the protection.
 	vprot bool
+	// idleStrictHierarchy: check_preempt_wakeup_fair() makes its SCHED_IDLE
+	// tests on the entities find_matching_se() returns, and gives up on
+	// batch and idle wakees after them (commit faa42d29419d, v6.12, and
+	// 6.10.13); before, a SCHED_IDLE curr was preempted by any non-idle
+	// wakee whatever their groups, and a batch or idle wakee gave up first.
+	idleStrictHierarchy bool
 	// newidleCostGate: sched_balance_newidle() (newidle_balance() before
 	// v6.10) skips the balance when rq->avg_idle < sd->max_newidle_lb_cost
 	// from v5.16, when it is below sysctl_sched_migration_cost before.
@@ -125,6 +131,7 @@ func rulesFor(v kernelVersion) kernelRules {
 		reweightPlaceCurr:   v.atLeast(6, 13, 0) && !v.atLeast(7, 0, 0) && !(v.major == 6 && v.minor == 18 && v.patch >= 45),
 		didPreemptShort:     v.atLeast(6, 12, 0) && !v.atLeast(6, 17, 0),
 		vprot:               v.atLeast(6, 17, 0),
+		idleStrictHierarchy: v.atLeast(6, 12, 0) || v.major == 6 && v.minor == 10 && v.patch >= 13,
 		newidleCostGate:     v.atLeast(5, 16, 0),
 		newidleBump:         v.major == 6 && v.minor == 18 && v.patch < 5,
 		newidleProportional: v.atLeast(6, 19, 0) || v.major == 6 && v.minor == 18 && v.patch >= 5,

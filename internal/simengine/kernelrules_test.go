@@ -340,3 +340,49 @@ func TestDefaultBaseSliceByRelease(t *testing.T) {
 		}
 	}
 }
+
+// check_preempt_wakeup_fair() of v6.12 (commit faa42d29419d) tests
+// SCHED_IDLE on the entities find_matching_se() returns and only then lets
+// batch and idle wakees give up; before (v6.1..v6.11) a batch wakee gave up
+// first. A SCHED_BATCH task waking in a normal cgroup beside a hog in a
+// cpu.idle cgroup: on 6.12 the idle group's entity is preempted
+// (cse_is_idle && !pse_is_idle), on 6.11 the batch wakee does not preempt.
+// A SCHED_IDLE hog in a normal cgroup and a normal wakee in another: 6.11
+// preempts it at once (the task-level test); 6.12 compares the two group
+// entities with pick_eevdf(), and the waking group's entity, placed with
+// no lag at V beside the running one's, is picked, so both preempt here.
+func TestIdleWakeupOrderByVersion(t *testing.T) {
+	for _, c := range []struct {
+		kernel      string
+		idleGroup   bool   // the hog's cgroup is cpu.idle
+		hogPolicy   string // the hog's policy
+		wakePolicy  string
+		wantResched bool
+	}{
+		{"6.11", true, "", "Batch", false},
+		{"6.12", true, "", "Batch", true},
+		{"6.18.44", true, "", "Batch", true},
+		{"6.11", false, "Idle", "", true},
+		{"6.12", false, "Idle", "", true},
+		// A SCHED_IDLE wakee in a normal cgroup: its group entity is not
+		// idle (se_is_idle() of a group entity is the group's cpu.idle).
+		{"6.11", true, "", "Idle", false},
+		{"6.12", true, "", "Idle", true},
+	} {
+		s := startedSim(t, Input{Node: Node{CPUs: 1, Kernel: c.kernel}, DurationNs: 1e9, Seed: 1,
+			Groups: []Group{
+				{Name: "hog", Tasks: 1, CPUIdle: c.idleGroup, Policy: c.hogPolicy},
+				{Name: "waker", Tasks: 1, Policy: c.wakePolicy, Pattern: Pattern{Type: Periodic, RunNs: 100_000, PeriodNs: 1e9}},
+			}})
+		s.flushResched()
+		if s.cpus[0].curr != 0 || s.tasks[1].state != tsSleeping || s.cpus[0].needResched {
+			t.Fatalf("%s: want the hog running and the periodic task asleep", c.kernel)
+		}
+		s.now = 10_000_000
+		s.tryToWakeUp(1, 0, false, s.now)
+		if got := s.cpus[0].needResched; got != c.wantResched {
+			t.Errorf("kernel %s, hog idle group %v policy %q, wakee policy %q: rescheduled %v, want %v",
+				c.kernel, c.idleGroup, c.hogPolicy, c.wakePolicy, got, c.wantResched)
+		}
+	}
+}

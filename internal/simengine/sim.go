@@ -297,8 +297,10 @@ type sim struct {
 	// tick rate, a new-idle balance's cost per domain and NI_RANDOM's
 	// random stream.
 	newidleCostGate, newidleBump, newidleProportional bool
-	hz, newidleNs                                     int64
-	niRnd                                             uint64
+	// idleStrictHierarchy: kernelRules.idleStrictHierarchy (EEVDF only).
+	idleStrictHierarchy bool
+	hz, newidleNs       int64
+	niRnd               uint64
 	// nohz.has_blocked and nohz.next_blocked (jiffies): the periodic
 	// update of idle CPUs' blocked load (blocked.go).
 	nohzHasBlocked  bool
@@ -365,6 +367,7 @@ func newSim(in *Input) (*sim, error) {
 		groupSlice:          kr.completeEEVDF && sched == EEVDF,
 		tickNs:              1_000_000_000 / int64(hz),
 		hz:                  int64(hz),
+		idleStrictHierarchy: kr.idleStrictHierarchy && sched == EEVDF,
 		newidleCostGate:     kr.newidleCostGate,
 		newidleBump:         kr.newidleBump,
 		newidleProportional: kr.newidleProportional && feat.niRandom,
