@@ -383,10 +383,21 @@ func (s *sim) canMigrateTask(ti, dst int32, failed, cacheNiceTries int) bool {
 	if t.tg >= 0 && s.throttledHierarchy(s.tgs[t.tg].rq[dst]) {
 		return false
 	}
-	if s.taskHot(ti) && failed <= cacheNiceTries {
+	if (s.taskHot(ti) || s.buddyHot(ti, dst)) && failed <= cacheNiceTries {
 		return false
 	}
 	return true
+}
+
+// buddyHot is CACHE_HOT_BUDDY in task_hot() (v6.1): a next or last buddy
+// counts as cache hot when the destination has tasks.
+func (s *sim) buddyHot(ti, dst int32) bool {
+	if s.eevdf || s.rqs[s.cpus[dst].root].hNr == 0 {
+		return false
+	}
+	se := s.tasks[ti].se
+	r := &s.rqs[s.ents[se].rq]
+	return r.next == se || r.last == se
 }
 
 // taskHot is task_hot(): did the task run within the last migration cost?

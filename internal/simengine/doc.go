@@ -99,8 +99,11 @@
 //   - The only hrtimers are the tasks' sleeps and the tick: another task's
 //     timer interrupt does not expire a sleep past its soft expiry early.
 //     The idle exit and the context switch are charged to the woken task.
-//   - No buddies (NEXT_BUDDY, LAST_BUDDY, skip buddy), no HRTICK, no
-//     core scheduling, no uclamp.
+//   - Buddies only as CFS (v6.1) has them by default: the next buddy of a
+//     wake-up preemption and of a sleeping task's group, LAST_BUDDY, and
+//     CACHE_HOT_BUDDY; no skip buddy (nothing yields), and no EEVDF
+//     NEXT_BUDDY (off by default in v6.6..v6.18). No HRTICK, no core
+//     scheduling, no uclamp.
 //   - Bandwidth uses one runtime pool per group instead of 5 ms per-CPU
 //     slices; throttling happens at the next update_curr (the tick or a
 //     scheduling event), as the kernel's does without HRTICK.

@@ -396,7 +396,62 @@ func (s *sim) pickNextEntity(cq int32) int32 {
 			left = r.curr
 		}
 	}
+	// "Someone really wants this to run. If it's not unfair, run it", else
+	// "prefer last buddy, try to return the CPU to a preempted task"
+	// (v6.1; no skip buddy: the simulated tasks never yield).
+	if r.next >= 0 && s.wakeupPreemptEntity(r.next, left) < 1 {
+		return r.next
+	}
+	if r.last >= 0 && s.wakeupPreemptEntity(r.last, left) < 1 {
+		return r.last
+	}
 	return left
+}
+
+// ---- CFS buddies (v6.1) ----
+
+// setNextBuddy is set_next_buddy() (v6.1): se and its ancestors become
+// their queues' next buddies, unless one is off its queue or idle.
+func (s *sim) setNextBuddy(se int32) {
+	for ; se >= 0; se = s.ents[se].parent {
+		if e := &s.ents[se]; !e.onRq || e.idle {
+			return
+		}
+		s.rqs[s.ents[se].rq].next = se
+	}
+}
+
+// setLastBuddy is set_last_buddy() (v6.1).
+func (s *sim) setLastBuddy(se int32) {
+	for ; se >= 0; se = s.ents[se].parent {
+		if e := &s.ents[se]; !e.onRq || e.idle {
+			return
+		}
+		s.rqs[s.ents[se].rq].last = se
+	}
+}
+
+// clearBuddies is clear_buddies() (v6.1): se stops being its queue's next
+// or last buddy, and so do the ancestors that were buddies through it.
+func (s *sim) clearBuddies(cq, se int32) {
+	if s.rqs[cq].last == se {
+		for x := se; x >= 0; x = s.ents[x].parent {
+			r := &s.rqs[s.ents[x].rq]
+			if r.last != x {
+				break
+			}
+			r.last = -1
+		}
+	}
+	if s.rqs[cq].next == se {
+		for x := se; x >= 0; x = s.ents[x].parent {
+			r := &s.rqs[s.ents[x].rq]
+			if r.next != x {
+				break
+			}
+			r.next = -1
+		}
+	}
 }
 
 // updateMinVruntime is update_min_vruntime() (v6.1 and v6.6): the queue's
@@ -515,6 +570,9 @@ func (s *sim) checkPreemptTick(cq, se int32) {
 	deltaExec := e.sumExec - e.prevSumExec
 	if deltaExec > ideal {
 		s.reschedCurr(s.rqs[cq].cpu, false)
+		// "The current task ran long enough, ensure it doesn't get
+		// re-elected due to buddy favours."
+		s.clearBuddies(cq, se)
 		return
 	}
 	// Ensure that a task that missed wakeup preemption by a narrow margin
@@ -654,6 +712,9 @@ func (s *sim) dequeueEntity(cq, se int32, flags int) {
 			e.vlag = 0
 		}
 	}
+	if !s.eevdf {
+		s.clearBuddies(cq, se)
+	}
 	if r.curr != se {
 		s.dequeueTree(cq, se)
 	}
@@ -775,6 +836,7 @@ func (s *sim) dequeueTask(ti int32, flags int) bool {
 // off and it is picked, or until it is woken. Returns false when se itself
 // was delayed.
 func (s *sim) dequeueEntities(se int32, flags int, one, idle int32) bool {
+	taskSleep := flags&deqSleep != 0
 	dequeued := true
 	first := true
 	throttled := false
@@ -813,6 +875,12 @@ func (s *sim) dequeueEntities(se int32, flags int, one, idle int32) bool {
 		}
 		// Don't dequeue the parent if it has other entities besides us.
 		if r.load > 0 {
+			// CFS (v6.1): "Bias pick_next to pick a task from this
+			// cfs_rq, as p is sleeping when it is within its
+			// sched_slice."
+			if !s.eevdf && taskSleep && se >= 0 && !s.throttledHierarchy(cq) {
+				s.setNextBuddy(se)
+			}
 			break
 		}
 		flags = flags&^deqDelayed | deqSleep
@@ -1048,6 +1116,9 @@ func (s *sim) throttledHierarchy(cq int32) bool {
 // tree, remember the deadline it was picked with (RUN_TO_PARITY), and start
 // its execution clock.
 func (s *sim) setNextEntity(cq, se int32) {
+	if !s.eevdf {
+		s.clearBuddies(cq, se)
+	}
 	e := &s.ents[se]
 	if e.onRq {
 		s.dequeueTree(cq, se)
@@ -1175,6 +1246,7 @@ func (s *sim) checkPreemptWakeup(c, ti, wakerCPU int32) {
 		// tasks (whatever their groups).
 		if cur.policy == polIdle && t.policy != polIdle {
 			s.reschedCurr(c, lazy)
+			s.lastBuddyOnPreempt(curT, cur.se)
 			return
 		}
 		// Batch and idle tasks do not preempt non-idle tasks.
@@ -1204,6 +1276,7 @@ func (s *sim) checkPreemptWakeup(c, ti, wakerCPU int32) {
 			s.cancelProtectSlice(se)
 		}
 		s.reschedCurr(c, lazy)
+		s.lastBuddyOnPreempt(curT, se)
 		return
 	}
 	if cIdle != pIdle {
@@ -1253,7 +1326,24 @@ func (s *sim) checkPreemptWakeup(c, ti, wakerCPU int32) {
 		return
 	}
 	if s.wakeupPreemptEntity(se, pse) == 1 {
+		// "Bias pick_next to pick the sched entity that is triggering
+		// this preemption" (v6.1, whatever NEXT_BUDDY says).
+		s.setNextBuddy(pse)
 		s.reschedCurr(c, lazy)
+		s.lastBuddyOnPreempt(curT, se)
+	}
+}
+
+// lastBuddyOnPreempt is the end of check_preempt_wakeup() (v6.1) after a
+// preemption: with LAST_BUDDY (on by default) and at least sched_nr_latency
+// entities on curr's own queue, the preempted entity, if it is a task still
+// queued, becomes the last buddy so the CPU returns to it.
+func (s *sim) lastBuddyOnPreempt(curT, se int32) {
+	if s.eevdf || !s.ents[se].onRq || s.ents[se].task < 0 {
+		return
+	}
+	if int64(s.rqs[s.ents[s.tasks[curT].se].rq].nr) >= s.nrLatency {
+		s.setLastBuddy(se)
 	}
 }
 

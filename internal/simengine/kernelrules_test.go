@@ -386,3 +386,95 @@ func TestIdleWakeupOrderByVersion(t *testing.T) {
 		}
 	}
 }
+
+// CFS (v6.1) buddies. pick_next_entity() runs the next buddy, else the last
+// buddy, instead of the leftmost entity as long as wakeup_preempt_entity()
+// says running it is not unfair: its vruntime at most wakeup_gran (1 ms on
+// 1 CPU, scaled by the leftmost entity's weight, 1024 here) right of the
+// leftmost. check_preempt_wakeup() makes a preempting wakee the next buddy
+// (whatever NEXT_BUDDY says), and dequeue_task_fair() makes the parent
+// group entity of a task going to sleep the next buddy of its queue when
+// the group keeps other entities.
+func TestCFSBuddies(t *testing.T) {
+	s := startedSim(t, Input{Node: Node{CPUs: 1, Kernel: "6.1.100"}, DurationNs: 1e9, Seed: 1,
+		Groups: []Group{{Name: "hogs", Tasks: 3, Session: "s"}}})
+	if s.eevdf {
+		t.Fatal("6.1 should be CFS")
+	}
+	cur := s.cpus[0].curr
+	var q []int32
+	for i := int32(0); i < 3; i++ {
+		if i != cur {
+			q = append(q, s.tasks[i].se)
+		}
+	}
+	cq := s.ents[q[0]].rq
+	base := s.ents[s.tasks[cur].se].vruntime
+	setKeys(s, cq, s.tasks[cur].se, base+10_000_000, 0, 0) // curr far right: not the leftmost
+	for _, c := range []struct {
+		gap        int64 // next buddy's vruntime right of the leftmost
+		next, last bool
+		wantBuddy  bool
+	}{
+		{500_000, true, false, true},    // 0.5 ms ≤ 1 ms: the buddy runs
+		{1_500_000, true, false, false}, // 1.5 ms > 1 ms: unfair, the leftmost runs
+		{900_000, false, true, true},    // the last buddy likewise
+		{1_100_000, false, true, false},
+	} {
+		setKeys(s, cq, q[0], base, 0, 0)
+		setKeys(s, cq, q[1], base+c.gap, 0, 0)
+		s.rqs[cq].next, s.rqs[cq].last = -1, -1
+		if c.next {
+			s.rqs[cq].next = q[1]
+		}
+		if c.last {
+			s.rqs[cq].last = q[1]
+		}
+		want := q[0]
+		if c.wantBuddy {
+			want = q[1]
+		}
+		if got := s.pickNextEntity(cq); got != want {
+			t.Errorf("buddy %d µs right of the leftmost (next %v, last %v): picked se%d, want se%d", c.gap/1000, c.next, c.last, got, want)
+		}
+	}
+	// set_next_entity() clears the buddy it runs.
+	s.rqs[cq].next = q[1]
+	s.setNextEntity(cq, q[1])
+	if s.rqs[cq].next != -1 {
+		t.Error("the next buddy is still set after it was picked")
+	}
+
+	// A wake-up that preempts: a Periodic task asleep since 0 wakes at
+	// 50 ms beside a hog that ran 50 ms; its group's entity is placed half
+	// a sched_latency (3 ms) before min_vruntime, more than wakeup_gran
+	// (1 ms) left of the hog's group's, so it preempts and becomes the
+	// next buddy.
+	w := startedSim(t, Input{Node: Node{CPUs: 1, Kernel: "6.1.100"}, DurationNs: 1e9, Seed: 1,
+		Groups: []Group{{Name: "hog", Tasks: 1}, {Name: "p", Tasks: 1, Pattern: Pattern{Type: Periodic, RunNs: 100_000, PeriodNs: 1e9}}}})
+	w.flushResched()
+	w.now = 50_000_000
+	w.updateCurr(w.cpus[0].root)
+	w.tryToWakeUp(1, 0, false, w.now)
+	// Each group is its own cgroup: find_matching_se() compares the two
+	// group entities, and the wakee's is the one made next buddy.
+	if pe := w.tgs[1].se[0]; !w.cpus[0].needResched || w.rqs[w.cpus[0].root].next != pe {
+		t.Errorf("waking beside a hog that ran 50 ms: resched %v, next buddy se%d, want the wakee's group entity se%d",
+			w.cpus[0].needResched, w.rqs[w.cpus[0].root].next, pe)
+	}
+
+	// A task of a two-task cgroup goes to sleep: the group entity stays
+	// queued and becomes the root queue's next buddy.
+	g := startedSim(t, Input{Node: Node{CPUs: 1, Kernel: "6.1.100"}, DurationNs: 1e9, Seed: 1,
+		Groups: []Group{{Name: "other", Tasks: 1}, {Name: "g", Tasks: 2}}})
+	g.flushResched()
+	ti := int32(1)
+	if g.tasks[ti].running {
+		ti = 2
+	}
+	g.now = 1_000_000
+	g.dequeueTask(ti, deqSleep)
+	if ge := g.tgs[1].se[0]; g.rqs[g.cpus[0].root].next != ge {
+		t.Errorf("root next buddy se%d after a task of g slept, want g's entity se%d", g.rqs[g.cpus[0].root].next, ge)
+	}
+}

@@ -140,7 +140,8 @@ type cfsRq struct {
 	onList                          bool // on its CPU's leaf list (cfs_rq->on_list): blocked load to decay
 	shKeyLoad, shares               int64
 	shKeyTg, shKeyAvg, shKeyContrib float64
-	_                               [16]byte // pad to 192 bytes: three whole cache lines
+	next, last                      int32   // CFS (v6.1) buddies: cfs_rq->next, cfs_rq->last, -1 if none
+	_                               [8]byte // pad to 192 bytes: three whole cache lines
 }
 
 // treeNode is a queued entity with the keys a pick reads, which do not
@@ -448,7 +449,7 @@ func (s *sim) newEntity(e entity) int32 {
 }
 
 func (s *sim) newRq(cpu, tg, ge int32) int32 {
-	s.rqs = append(s.rqs, cfsRq{cpu: cpu, tg: tg, ge: ge, curr: -1, leftmost: -1, leftV: never})
+	s.rqs = append(s.rqs, cfsRq{cpu: cpu, tg: tg, ge: ge, curr: -1, leftmost: -1, leftV: never, next: -1, last: -1})
 	return int32(len(s.rqs) - 1)
 }
 
