@@ -511,13 +511,13 @@ func (s *sim) migrateTask(ti, c int32) {
 		e.vruntime -= s.rqs[e.rq].minV
 		t.vNormalized = true
 	}
-	if !s.eevdf {
-		// migrate_task_rq_fair() (v6.1): "We have migrated, no longer
-		// consider this task hot": se->exec_start = 0, so task_hot() lets
-		// the balancer move it again at once. (v6.3 turned this into
-		// se->migrated; the EEVDF kernels test exec_start only.)
-		e.execStart = -1 << 62
-	}
+	// "We have migrated, no longer consider this task hot": se->exec_start
+	// = 0, so task_hot() lets the balancer move it again at once. v6.1 does
+	// it in migrate_task_rq_fair(); v6.12 and v6.18 in enqueue_entity()
+	// with ENQUEUE_MIGRATED, which activate_task() sets for a task being
+	// migrated (the balancer's) and ttwu_do_activate() for a wake-up on
+	// another CPU (WF_MIGRATED). v6.6 was not read.
+	e.execStart = -1 << 62
 	old := t.cpu
 	s.detachTaskLoad(ti)
 	s.cpuPelt(old)
