@@ -359,12 +359,16 @@ func (s *sim) loadBalance(dst int32, idle, newIdle bool) bool {
 		}
 	}
 	s.scratch = cand[:0]
-	if !newIdle {
-		if moved == 0 {
+	// load_balance() (v6.1..v6.18): only a periodic balance that moved
+	// nothing counts a failure ("We do not want newidle balance, which can
+	// be very frequent, pollute the failure counter"), but any balance
+	// that moved a task, new-idle too, clears the count.
+	if moved == 0 {
+		if !newIdle {
 			s.cpus[dst].nrBalanceFailed++
-		} else {
-			s.cpus[dst].nrBalanceFailed = 0
 		}
+	} else {
+		s.cpus[dst].nrBalanceFailed = 0
 	}
 	return moved > 0
 }

@@ -144,3 +144,24 @@ func TestNewidleProportional(t *testing.T) {
 		t.Errorf("update_newidle_stats at the 1024th call: %+v, want ratio 103, call 512, success 51", st)
 	}
 }
+
+// load_balance() (v6.1..v6.18) clears sd->nr_balance_failed whenever a task
+// moved, in a new-idle balance too; a new-idle balance that moves nothing
+// does not count a failure.
+func TestNewidleBalanceFailures(t *testing.T) {
+	s, cpu := newidleSim(t, "6.12")
+	s.cpus[cpu].nrBalanceFailed = 3
+	if !s.loadBalance(cpu, true, true) {
+		t.Fatal("the new-idle balance pulled nothing from the overloaded CPU")
+	}
+	if got := s.cpus[cpu].nrBalanceFailed; got != 0 {
+		t.Errorf("nr_balance_failed after a new-idle balance that moved a task = %d, want 0", got)
+	}
+	// One task on each CPU now: the domain is balanced (out_balanced
+	// clears the count too).
+	s.cpus[cpu].nrBalanceFailed = 2
+	s.loadBalance(cpu, true, true)
+	if got := s.cpus[cpu].nrBalanceFailed; got != 0 {
+		t.Errorf("nr_balance_failed after a balanced new-idle pass = %d, want 0 (out_balanced)", got)
+	}
+}
