@@ -48,7 +48,12 @@
 //     WA_WEIGHT, WA_BIAS, then select_idle_sibling), periodic, nohz-idle and
 //     new-idle load balancing with group classification, migrate_task and
 //     migrate_load imbalances, task_hot() with the migration cost,
-//     nr_migrate and nr_balance_failed, h_load-based task loads.
+//     nr_migrate and nr_balance_failed, h_load-based task loads; the
+//     new-idle gate per kernel version (migration cost before v5.16,
+//     sd->max_newidle_lb_cost with its decay from v5.16, the v6.18.0..4
+//     bump; NI_RANDOM modelled but off by default, newidle.go) and the
+//     blocked-load decay (update_blocked_averages() in the periodic, new-idle
+//     and NOHZ idle balances, publishing to tg->load_avg, blocked.go).
 //   - Topology (Node.Topology, topology.go): sockets, LLCs per socket and
 //     SMT build the SMT, MC, PKG and NUMA sched domains with sd_init()'s
 //     parameters; wake-ups follow record_wakee()/wake_wide(), wake_affine()
