@@ -12,13 +12,19 @@ func repoPath(t *testing.T, rel string) string {
 	return filepath.Join("..", "..", rel)
 }
 
-// Every sample must load: they are the manifests users copy first.
+// Every sample must load: they are the manifests users copy first; and
+// so must the scenarios the simulator's VALIDATION.md was measured with.
 func TestSamplesLoad(t *testing.T) {
 	files, err := filepath.Glob(repoPath(t, "config/samples/*.yaml"))
 	if err != nil || len(files) < 8 {
 		t.Fatalf("expected at least 8 samples, found %d (%v)", len(files), err)
 	}
-	for _, f := range files {
+	// The simulator's validation scenarios that are not samples.
+	scenarios, err := filepath.Glob(repoPath(t, "internal/simengine/testdata/validation/*.yaml"))
+	if err != nil || len(scenarios) < 3 {
+		t.Fatalf("expected at least 3 validation scenarios, found %d (%v)", len(scenarios), err)
+	}
+	for _, f := range append(files, scenarios...) {
 		if filepath.Base(f) == "kustomization.yaml" {
 			continue
 		}
