@@ -630,12 +630,10 @@ type latencyRounds struct {
 // cyclictest (-m, clock_nanosleep at absolute deadlines, SCHED_OTHER, the
 // default 50 µs timer slack) and testdata/probe.c (the same loop in C with
 // no other thread: cyclictest's main thread wakes every 10 ms in its
-// process, and so in its autogroup). A set of rounds whose comparisons
-// fail (or that was not quiet) is measured once more, and the test fails
-// when the last set measured fails: a
-// probe that is wrong (a relative sleep, a tick late, a perturbed window)
-// fails every set, while one set of rounds, each moving the late
-// fraction 10× for every tool, can fail by luck.
+// process, and so in its autogroup). The rounds are measured in sets
+// (inSets): a probe that is wrong (a relative sleep, a tick late, a
+// perturbed window) fails every set, while one set of rounds, each moving
+// the late fraction 10× for every tool, can fail by luck.
 func TestLatencyProbeMatchesCyclictest(t *testing.T) {
 	need(t, "cyclictest", "setsid")
 	cprobe := cBinary(t, "probe")

@@ -20,7 +20,7 @@ import (
 // another, naming it; a different priority or selector is admitted.
 func TestProfilePriorityTieRefused(t *testing.T) {
 	if testing.Short() {
-		t.Skip("needs a control plane")
+		t.Skip("-short: starts a kube-apiserver and etcd (bin/k8s)")
 	}
 	_, c, _ := envtest.Start(t, envtest.Options{Scheme: api.NewScheme()})
 	ctx := context.Background()
