@@ -809,30 +809,34 @@ func compareLatencyRounds(r latencyRounds, ag v1alpha1.AutogroupMode) []string {
 	if a := median(r.p50s[0]); a < (1-tol)*lo-2 || a > (1+tol)*hi+2 {
 		failed = append(failed, fmt.Sprintf("p50 %.0f µs vs cyclictest %.0f µs and the C probe %.0f µs (rounds %v vs %v and %v): more than %.0f%% outside", a, median(r.p50s[1]), median(r.p50s[2]), r.p50s[0], r.p50s[1], r.p50s[2], 100*tol))
 	}
-	// p99: the tails swing from window to window for every tool
-	// (autogroup on, the C probe and cyclictest side by side: 3997/3622,
-	// 324/180, 2895/3184 µs; autogroup off the two references were up to
-	// 3× apart in one window). So each round's p99 is compared with the
-	// two references' p99 of the same round, within 30 % of their range,
-	// and the probe may miss that band in at most one round in three. A
-	// tail ends at a tick (see lateUs), so each tool's p99 is one of the
-	// steps of its phase and moves a whole millisecond with the fraction
-	// that waited: with autogroup off, where 4-12 % of wake-ups wait, the
-	// probe's p99 was below both references' in some rounds (1364 vs 2298
-	// and 1576 µs) while its fraction of waiting wake-ups was not smaller.
-	// There only a longer tail fails, and the late fractions below decide.
-	var outside []int
-	for i := range r.p99s[0] {
-		lo, hi := min(r.p99s[1][i], r.p99s[2][i]), max(r.p99s[1][i], r.p99s[2][i])
-		switch a := r.p99s[0][i]; {
-		case a > 1.3*hi+5:
-			outside = append(outside, i+1)
-		case a < 0.7*lo-5 && ag != v1alpha1.AutogroupDisabled:
-			outside = append(outside, i+1)
+	// p99: the probe's median over the rounds at most 1.5× the longer of
+	// the references' medians (plus 20 µs), and with autogroup on at least
+	// two thirds of the shorter one's (minus 20 µs). A round's p99 is no
+	// figure for a tool: it sits on a knee, where the fraction that waited
+	// crosses 1 %, and that fraction moves 10× from one window to the next
+	// (see below). With autogroup on the waits are the other tools'
+	// business too: a wake-up that did not preempt a spinner runs when the
+	// next tool wakes on its CPU, 125-250 µs later or at the next
+	// millisecond, so every tool's p99 jumps between about 120, 240, 360
+	// and 440 µs. One CI set of six rounds had the probe at 361, 243,
+	// 443, 359, 245 and 157 µs, cyclictest at 120-133 µs in every round,
+	// and the C probe at 119-358 µs; the next set had the probe at 148-361
+	// µs and the references at 143-243 and 125-243 µs. A per-round band
+	// (30 % of the references' range, the rule before) failed both sets.
+	// With autogroup off, where 4-12 % of wake-ups wait for a tick, a
+	// tool's p99 is one of the steps of its phase and moves a whole
+	// millisecond with the fraction that waited: the probe's p99 was below
+	// both references' in some rounds (1364 vs 2298 and 1576 µs) while its
+	// fraction of waiting wake-ups was not smaller. There only a longer
+	// tail fails, and the late fractions below decide. A probe that is
+	// wrong in its tail (a perturbed window, a tick late) is far outside
+	// in most rounds, which moves the median.
+	{
+		a := median(r.p99s[0])
+		b, c := median(r.p99s[1]), median(r.p99s[2])
+		if a > 1.5*max(b, c)+20 || (ag != v1alpha1.AutogroupDisabled && a < min(b, c)*2/3-20) {
+			failed = append(failed, fmt.Sprintf("p99 %.0f µs vs cyclictest %.0f µs and the C probe %.0f µs (medians; rounds %v vs %v and %v): outside 1.5× of the references", a, b, c, r.p99s[0], r.p99s[1], r.p99s[2]))
 		}
-	}
-	if len(outside) > len(r.p99s[0])/3 {
-		failed = append(failed, fmt.Sprintf("p99 outside 30 %% of the references' range in rounds %v: %v vs cyclictest %v and the C probe %v µs", outside, r.p99s[0], r.p99s[1], r.p99s[2]))
 	}
 	// The fraction of wake-ups that waited (lateUs or more late),
 	// averaged over the rounds: within a factor 2 of the references'
@@ -1128,7 +1132,8 @@ func periodicMissesSet(t *testing.T, n *node, l *layout, bin string) ([]string, 
 // p50 and on the late fraction; the same rounds with the probe's figures
 // replaced by the C probe's pass. (The run's log kept no p99s but the C
 // probe's last, 326 µs: every tool's p99s are set to it here, and a probe
-// whose tail is 10× longer in two rounds fails.)
+// whose tail is 10× longer in two rounds fails.) A later CI run's p99s,
+// which varied as much for every tool, pass.
 func TestCompareLatencyRounds(t *testing.T) {
 	seen := latencyRounds{
 		p50s:  [3][]float64{{99.071, 130.815, 128.255}, {107, 98, 99}, {114, 112, 114}},
@@ -1146,8 +1151,33 @@ func TestCompareLatencyRounds(t *testing.T) {
 	}
 	long := seen
 	long.p99s[0] = []float64{326, 3260, 3260}
-	if failed := compareLatencyRounds(long, v1alpha1.AutogroupEnabled); !slices.ContainsFunc(failed, func(f string) bool { return strings.HasPrefix(f, "p99 outside") }) {
+	if failed := compareLatencyRounds(long, v1alpha1.AutogroupEnabled); !slices.ContainsFunc(failed, func(f string) bool { return strings.HasPrefix(f, "p99 ") }) {
 		t.Errorf("a probe with 10× the tail in two rounds of three passed the p99 comparison: %q", failed)
+	}
+	// A later CI run's two sets of six rounds (autogroup on), which the
+	// per-round rule before failed: p99s as seen, the other figures the
+	// same for every tool. A probe whose tail is twice the longer
+	// reference's in every round fails.
+	for _, p99s := range [][3][]float64{
+		{{361.471, 243.199, 443.391, 359.423, 245.247, 157.183}, {120, 127, 133, 123, 124, 132}, {159, 241, 242, 119, 358, 235}},
+		{{239.103, 147.967, 157.183, 359.423, 241.151, 361.471}, {223, 160, 222, 243, 143, 232}, {138, 237, 125, 146, 145, 243}},
+	} {
+		set := latencyRounds{p99s: p99s}
+		for i := range 3 {
+			set.p50s[i] = []float64{100, 100, 100, 100, 100, 100}
+			set.lates[i] = []float64{0.01, 0.01, 0.01, 0.01, 0.01, 0.01}
+		}
+		if failed := compareLatencyRounds(set, v1alpha1.AutogroupEnabled); len(failed) > 0 {
+			t.Errorf("a CI set's p99s failed: %q", failed)
+		}
+		long := set
+		long.p99s[0] = make([]float64, len(p99s[0]))
+		for i := range long.p99s[0] {
+			long.p99s[0][i] = 2 * max(p99s[1][i], p99s[2][i])
+		}
+		if failed := compareLatencyRounds(long, v1alpha1.AutogroupEnabled); !slices.ContainsFunc(failed, func(f string) bool { return strings.HasPrefix(f, "p99 ") }) {
+			t.Errorf("a probe with twice the references' tail in every round passed: %q", failed)
+		}
 	}
 	like := seen
 	like.p50s[0], like.p99s[0], like.lates[0] = like.p50s[2], like.p99s[2], like.lates[2]
