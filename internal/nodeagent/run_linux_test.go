@@ -88,6 +88,9 @@ func checkNoWorkers(t *testing.T, st *v1alpha1.NodeRunStatus) {
 // the water-filling answer the same way).
 func TestRunWeights100200400(t *testing.T) {
 	needRoot(t)
+	if testing.Short() {
+		t.Skip("-short: measures CPU shares on the real kernel for seconds")
+	}
 	before := nodeState(t)
 	spec := &v1alpha1.SchedExperimentSpec{
 		Duration: metav1.Duration{Duration: 4 * time.Second},
@@ -184,6 +187,9 @@ func fairShares(cpus float64, weights []float64) []float64 {
 // checks the plan's order, the measurements and the restore.
 func TestRunAutogroupVariants(t *testing.T) {
 	needRoot(t)
+	if testing.Short() {
+		t.Skip("-short: flips autogroup and measures on the real kernel")
+	}
 	before := nodeState(t)
 	spec := &v1alpha1.SchedExperimentSpec{
 		Duration:    metav1.Duration{Duration: 300 * time.Millisecond},
