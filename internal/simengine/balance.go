@@ -139,7 +139,7 @@ func (s *sim) wakeAffine(ti, this, prev int32, sync bool, pct int64, shareCache 
 
 // selectIdleSibling is select_idle_sibling(): the target if idle, else the
 // previous CPU if idle, else the first idle CPU scanning the LLC from
-// target+1 (select_idle_cpu(), without the SIS_UTIL scan limit), else target.
+// target+1 within the SIS_UTIL limit (select_idle_cpu()), else target.
 func (s *sim) selectIdleSibling(ti, prev, target int32) int32 {
 	if s.cpuIdle(target) || s.schedIdleCPU(target) {
 		return target
@@ -147,10 +147,38 @@ func (s *sim) selectIdleSibling(ti, prev, target int32) int32 {
 	if prev != target && (s.cpuIdle(prev) || s.schedIdleCPU(prev)) {
 		return prev
 	}
-	if c := s.nextIdleCPU(target + 1); c >= 0 {
+	if c := s.selectIdleCPUFlat(target); c >= 0 {
 		return c
 	}
 	return target
+}
+
+// selectIdleCPUFlat is select_idle_cpu() with SIS_UTIL (on by default from
+// v6.0, so in every modelled kernel; read in v6.12 and v6.18) on the flat
+// machine's one LLC (no SMT, so no idle-core search): the scan from
+// target+1, wrapping, stops after sd_llc_shared->nr_idle_scan CPUs
+// ("because !--nr is the condition to stop scan"), and does not start when
+// the last periodic balance found the LLC about 85 % busy or more
+// (nr_idle_scan 0: "overloaded LLC is unlikely to have idle cpu/core").
+// Without the limit, a machine whose every CPU runs a hog sent every
+// waking task whose CPU was busy to whichever CPU had just gone idle.
+func (s *sim) selectIdleCPUFlat(target int32) int32 {
+	nr := s.nrIdleScan
+	if nr <= 0 {
+		return -1
+	}
+	from := target + 1
+	if from >= s.nCPU {
+		from = 0
+	}
+	c := s.nextIdleCPU(from)
+	if c < 0 {
+		return -1
+	}
+	if d := (c - from + s.nCPU) % s.nCPU; d >= nr {
+		return -1
+	}
+	return c
 }
 
 // nextIdleCPU returns the first idle CPU at or after from, wrapping, or -1.
@@ -258,7 +286,7 @@ func (s *sim) loadBalance(dst int32, idle, newIdle bool) bool {
 		return false
 	}
 	// update_sd_lb_stats()
-	var total float64
+	var total, sumUtil float64
 	busiest := int32(-1)
 	var bst, local lbStat
 	for c := int32(0); c < s.nCPU; c++ {
@@ -267,6 +295,7 @@ func (s *sim) loadBalance(dst int32, idle, newIdle bool) bool {
 		st := lbStat{nr: s.rqs[cpu.root].hNr, load: s.cpuLoad(c)}
 		st.typ = groupClassify(st.nr, cpu.pl.util, cpu.pl.runnable)
 		total += st.load
+		sumUtil += min(cpu.pl.util, 1024) // cpu_util_cfs() is capped at the capacity
 		if c == dst {
 			local = st
 			continue
@@ -280,6 +309,12 @@ func (s *sim) loadBalance(dst int32, idle, newIdle bool) bool {
 			(st.typ == bst.typ && st.typ == groupHasSpare && st.nr > bst.nr) {
 			busiest, bst = c, st
 		}
+	}
+	if !newIdle {
+		// update_idle_cpu_scan() at the end of update_sd_lb_stats(): the
+		// periodic and idle balances of the LLC domain set the SIS_UTIL
+		// scan limit, a new-idle balance does not.
+		s.nrIdleScan = idleCPUScan(sumUtil, int64(s.nCPU), imbalancePct)
 	}
 	if busiest < 0 {
 		return balanced()

@@ -89,8 +89,8 @@
 // # Simplifications
 //
 //   - Without a Topology: one flat scheduling domain spanning all CPUs (one
-//     LLC, no SMT or NUMA levels), no active balancing, no SIS_UTIL limit
-//     on the idle-CPU scan, no recent_used_cpu or wake_wide. With one: a
+//     LLC, no SMT or NUMA levels, the idle-CPU scan limited by SIS_UTIL),
+//     no active balancing, no recent_used_cpu or wake_wide. With one: a
 //     symmetric machine (one NUMA node per socket at distance 21), no CLS
 //     (cluster) level, no NUMA balancing, fork placement spread level by
 //     level from the top. The topology changes the scheduler's decisions

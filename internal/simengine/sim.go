@@ -294,6 +294,9 @@ type sim struct {
 	floorSpread                                                    bool
 	floorRnd                                                       uint64
 	balanceIntervalNs                                              int64
+	// nrIdleScan is the flat LLC's sd_llc_shared->nr_idle_scan (SIS_UTIL),
+	// set by the periodic balances (balance.go).
+	nrIdleScan int32
 	// The new-idle balance rules of the node's kernel (newidle.go), the
 	// tick rate, a new-idle balance's cost per domain and NI_RANDOM's
 	// random stream.
@@ -420,6 +423,10 @@ func newSim(in *Input) (*sim, error) {
 	// One flat sched_domain spanning all CPUs: min_interval = sd_weight ms
 	// (sd_init(), v6.x).
 	s.balanceIntervalNs = int64(n.CPUs) * 1_000_000
+	// A booted machine's idle LLC let a wake-up scan all of it
+	// (update_idle_cpu_scan() on an idle LLC), until the first periodic
+	// balance says otherwise.
+	s.nrIdleScan = int32(n.CPUs)
 	s.winStart = in.WarmupNs
 	s.end = in.WarmupNs + in.DurationNs
 	if in.Trace != nil {

@@ -951,12 +951,17 @@ func (s *sim) activeBalance(src, dst int32) bool {
 // periodic balance sets how many CPUs a wake-up may scan, falling to 0 as
 // the LLC's utilisation nears 85 %.
 func (s *sim) updateIdleCPUScan(dst int32, lv *sdLevel, sumUtil float64) {
-	w := int64(lv.weight)
+	s.topo.nrIdleScan[s.topo.llcOf(dst)] = idleCPUScan(sumUtil, int64(lv.weight), lv.imbalancePct)
+}
+
+// idleCPUScan is update_idle_cpu_scan()'s formula (v6.12, v6.18): the
+// number of CPUs a wake-up may scan in an LLC of w CPUs whose utilisation
+// sums to sumUtil, llc_weight × (1 − x²·pct²/10000) with x the mean
+// utilisation (of 1024), 0 from about 85 % up.
+func idleCPUScan(sumUtil float64, w, pct int64) int32 {
 	x := int64(sumUtil) / w
-	pct := lv.imbalancePct
 	tmp := min(x*x*pct*pct/(10000*1024), 1024)
-	y := (1024 - tmp) * w / 1024
-	s.topo.nrIdleScan[s.topo.llcOf(dst)] = int32(y)
+	return int32((1024 - tmp) * w / 1024)
 }
 
 // balanceIntervalNs is get_sd_balance_interval() in ns: balance_interval
