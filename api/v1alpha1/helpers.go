@@ -298,3 +298,45 @@ func CPUMaxCPUs(q string) float64 {
 	}
 	return c
 }
+
+// MaxCPUID is the highest CPU number a group's cpus may name: the kernel's
+// largest NR_CPUS (CONFIG_MAXSMP) less one.
+const MaxCPUID = 8191
+
+// ParseCPUList reads a cpulist ("0", "0-3", "0,2,4-7": the format of
+// cpuset.cpus and /sys/devices/system/cpu/online) into its CPU numbers,
+// ascending and each once. An empty list is nil: every CPU.
+func ParseCPUList(s string) ([]int32, error) {
+	if s == "" {
+		return nil, nil
+	}
+	seen := map[int32]bool{}
+	for _, part := range strings.Split(s, ",") {
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.ParseInt(lo, 10, 32)
+		if err != nil || lo == "" {
+			return nil, fmt.Errorf("%q: %q is not a CPU number; write CPUs as 0-3,8", s, part)
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.ParseInt(hi, 10, 32); err != nil || hi == "" {
+				return nil, fmt.Errorf("%q: %q is not a range of CPUs such as 4-7", s, part)
+			}
+			if b < a {
+				return nil, fmt.Errorf("%q: the range %q runs backwards; write %d-%d", s, part, b, a)
+			}
+		}
+		if b > MaxCPUID {
+			return nil, fmt.Errorf("%q: CPU %d is above the largest CPU number a kernel has (%d)", s, b, MaxCPUID)
+		}
+		for c := int32(a); c <= int32(b); c++ {
+			seen[c] = true
+		}
+	}
+	out := make([]int32, 0, len(seen))
+	for c := range seen {
+		out = append(out, c)
+	}
+	slices.Sort(out)
+	return out, nil
+}

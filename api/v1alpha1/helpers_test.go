@@ -1,6 +1,10 @@
 package v1alpha1
 
-import "testing"
+import (
+	"slices"
+	"strings"
+	"testing"
+)
 
 // Shape names carry the topology when it is not flat, and parse back.
 func TestShapeNameRoundTrip(t *testing.T) {
@@ -70,6 +74,34 @@ func TestShapeNameCarriesWhatPredicts(t *testing.T) {
 		f(&o)
 		if o.Name() != base.Name() {
 			t.Errorf("change %d (%+v) renames %q to %q", i, o, base.Name(), o.Name())
+		}
+	}
+}
+
+func TestParseCPUList(t *testing.T) {
+	for in, want := range map[string][]int32{
+		"":            nil,
+		"0":           {0},
+		"0-3":         {0, 1, 2, 3},
+		"6,0-1,4-5,1": {0, 1, 4, 5, 6},
+		"8191":        {8191},
+	} {
+		got, err := ParseCPUList(in)
+		if err != nil || !slices.Equal(got, want) {
+			t.Errorf("ParseCPUList(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for in, want := range map[string]string{
+		"a":      `"a" is not a CPU number`,
+		"1,":     `"" is not a CPU number`,
+		"3-1":    "runs backwards; write 1-3",
+		"0-":     "is not a range of CPUs",
+		"8192":   "above the largest CPU number",
+		"0-9999": "CPU 9999 is above",
+		"-1":     `"-1" is not a CPU number`,
+	} {
+		if _, err := ParseCPUList(in); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseCPUList(%q): %v; want an error containing %q", in, err, want)
 		}
 	}
 }

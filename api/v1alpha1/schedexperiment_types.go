@@ -396,6 +396,18 @@ type Group struct {
 	// +kubebuilder:validation:XValidation:rule="duration(self) <= duration('100ms')",message="timerSlack must be at most 100ms"
 	TimerSlack *metav1.Duration `json:"timerSlack,omitempty"`
 
+	// cpus pins every task of the group to these CPUs (sched_setaffinity), a
+	// list such as "0", "0-3" or "0,2,4-7" in the kernel's cpulist format:
+	// how Kubernetes' static CPU manager confines a Guaranteed pod's
+	// containers (through cpusets, which the tasks' affinity follows). The
+	// load balancer and wake-up placement then move a task only within its
+	// CPUs, and a CPU the node lacks makes the run Unsupported there.
+	// Unset: every CPU.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:Pattern=`^[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*$`
+	CPUs string `json:"cpus,omitempty"`
+
 	// session runs the tasks outside any cgroup, in one setsid session of
 	// this name: what autogroup groups by. Groups may share a session.
 	// +optional

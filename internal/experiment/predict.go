@@ -292,6 +292,16 @@ func SimInput(spec *v1alpha1.SchedExperimentSpec, variant int, shape v1alpha1.No
 			Session:      g.Session,
 			Parent:       g.Parent,
 		}
+		cpus, err := v1alpha1.ParseCPUList(g.CPUs)
+		if err != nil {
+			return in, fmt.Errorf("spec.workload.groups[%d].cpus: %w", i, err)
+		}
+		for _, c := range cpus {
+			if int(c) >= int(shape.CPUs) {
+				return in, fmt.Errorf("spec.workload.groups[%d].cpus: group %q is pinned to CPU %d, which shape %s lacks (it has CPUs 0-%d): pin it to CPUs every shape has, or predict it on larger shapes", i, g.Name, c, ShapeName(shape), shape.CPUs-1)
+			}
+		}
+		sg.CPUs = cpus
 		if shape.Scheduler == v1alpha1.SchedulerCFS {
 			// CFS kernels take sched_attr.sched_runtime for a fair task
 			// and ignore it: there is no custom slice to model.

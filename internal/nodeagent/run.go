@@ -149,6 +149,10 @@ func Run(ctx context.Context, spec *v1alpha1.SchedExperimentSpec, opts Options) 
 		finish(v1alpha1.NodeRunFailed, err.Error())
 		return status, err
 	}
+	if err := host.FitsNode(spec, caps); err != nil {
+		finish(v1alpha1.NodeRunUnsupported, err.Error())
+		return status, err
+	}
 	if !opts.NoCalibration {
 		// The node's own wake-up path, measured before any knob changes;
 		// the prediction next to this node's measurements uses it. A

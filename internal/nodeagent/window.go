@@ -323,13 +323,15 @@ func tasks(spec *v1alpha1.SchedExperimentSpec, replicas []host.Replica, rep int)
 			// prctl reads 0 as "back to the default": 1 ns is the least.
 			slack = max(g.TimerSlack.Nanoseconds(), 1)
 		}
+		// Validated with the spec, and against this node before the run.
+		cpus, _ := v1alpha1.ParseCPUList(g.CPUs)
 		for ri := 0; ri < int(g.ReplicaCount()); ri++ {
 			base := len(out)
 			for ti := 0; ti < int(g.TaskCount()); ti++ {
 				t := workload.Task{
 					Group: g.Name, Replica: ri, Index: ti,
 					Session: g.Session, Nice: nice, Policy: string(g.Policy), SliceNs: slice,
-					TimerSlackNs: slack, Pattern: *g.Pattern, Peer: -1,
+					TimerSlackNs: slack, CPUs: cpus, Pattern: *g.Pattern, Peer: -1,
 					// The same seeds in every variant of a repetition, so
 					// Burst tasks do the same work under each.
 					Seed: seed ^ uint64(rep)<<40 ^ uint64(len(out))*0x9e3779b97f4a7c15,

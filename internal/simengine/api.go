@@ -291,6 +291,10 @@ type Group struct {
 	// sleep may end anywhere up to this long after its deadline. 0 means
 	// DefaultTimerSlackNs (50 µs); the smallest slack a task can have is 1 ns.
 	TimerSlackNs int64 `json:"timerSlackNs,omitempty"`
+	// CPUs, when set, pins every task of the group to these CPUs
+	// (sched_setaffinity): wake-up placement and the load balancer keep
+	// them there. Empty means every CPU.
+	CPUs []int32 `json:"cpus,omitempty"`
 	// Session, when set, puts the tasks outside any cgroup in that session,
 	// which autogroup turns into one task group per session.
 	Session string `json:"session,omitempty"`

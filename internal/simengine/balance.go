@@ -71,19 +71,28 @@ func (s *sim) taskHLoad(ti int32) float64 {
 
 // selectTaskRq is select_task_rq_fair() for a wakeup: wake_affine() between
 // the waker's and the previous CPU, then select_idle_sibling().
+//
+// A task pinned to one CPU goes there without either (select_task_rq() in
+// core.c calls the class only when p->nr_cpus_allowed > 1). Otherwise
+// want_affine needs the waking CPU among the task's CPUs, the idle scans
+// look at its CPUs only, and a CPU outside them becomes
+// select_fallback_rq()'s.
 func (s *sim) selectTaskRq(ti, this int32, sync bool) int32 {
 	prev := s.tasks[ti].cpu
 	if s.nCPU == 1 {
 		return prev
 	}
+	if c := s.pinnedCPU(ti); c >= 0 {
+		return c
+	}
 	if s.topo != nil {
-		return s.selectTaskRqTopo(ti, this, sync)
+		return s.fallbackCPU(ti, s.selectTaskRqTopo(ti, this, sync))
 	}
 	target := prev
-	if this != prev {
+	if this != prev && s.allowed(ti, this) {
 		target = s.wakeAffine(ti, this, prev, sync, imbalancePct, true)
 	}
-	return s.selectIdleSibling(ti, prev, target)
+	return s.fallbackCPU(ti, s.selectIdleSibling(ti, prev, target))
 }
 
 // wakeAffine is wake_affine() with wake_affine_idle() and
@@ -147,7 +156,7 @@ func (s *sim) selectIdleSibling(ti, prev, target int32) int32 {
 	if prev != target && (s.cpuIdle(prev) || s.schedIdleCPU(prev)) {
 		return prev
 	}
-	if c := s.selectIdleCPUFlat(target); c >= 0 {
+	if c := s.selectIdleCPUFlat(ti, target); c >= 0 {
 		return c
 	}
 	return target
@@ -162,9 +171,25 @@ func (s *sim) selectIdleSibling(ti, prev, target int32) int32 {
 // (nr_idle_scan 0: "overloaded LLC is unlikely to have idle cpu/core").
 // Without the limit, a machine whose every CPU runs a hog sent every
 // waking task whose CPU was busy to whichever CPU had just gone idle.
-func (s *sim) selectIdleCPUFlat(target int32) int32 {
+//
+// A pinned task's scan covers its CPUs only (sched_domain_span(sd) &
+// p->cpus_ptr), and only those count against nr_idle_scan.
+func (s *sim) selectIdleCPUFlat(ti, target int32) int32 {
 	nr := s.nrIdleScan
 	if nr <= 0 {
+		return -1
+	}
+	if s.tasks[ti].aff >= 0 {
+		for i := int32(1); i <= s.nCPU && nr > 0; i++ {
+			c := (target + i) % s.nCPU
+			if !s.allowed(ti, c) {
+				continue
+			}
+			if s.cpuIdle(c) {
+				return c
+			}
+			nr--
+		}
 		return -1
 	}
 	from := target + 1
@@ -285,11 +310,26 @@ func (s *sim) loadBalance(dst int32, idle, newIdle bool) bool {
 		s.cpus[dst].nrBalanceFailed = 0
 		return false
 	}
+	// excluded holds the CPUs a redo leaves out (env->cpus): each one whose
+	// every task was pinned away from dst (LBF_ALL_PINNED). Only pinned
+	// tasks can cause one.
+	var excluded []bool
+	if len(s.affs) > 0 {
+		excluded = s.lbExcluded[:0]
+		for range s.nCPU {
+			excluded = append(excluded, false)
+		}
+		s.lbExcluded = excluded
+	}
+redo:
 	// update_sd_lb_stats()
 	var total, sumUtil float64
 	busiest := int32(-1)
 	var bst, local lbStat
 	for c := int32(0); c < s.nCPU; c++ {
+		if excluded != nil && excluded[c] {
+			continue
+		}
 		s.cpuPelt(c)
 		cpu := &s.cpus[c]
 		st := lbStat{nr: s.rqs[cpu.root].hNr, load: s.cpuLoad(c)}
@@ -365,6 +405,8 @@ func (s *sim) loadBalance(dst int32, idle, newIdle bool) bool {
 	loopMax := min(s.nrMigrate, int(s.rqs[s.cpus[busiest].root].hNr))
 	failed := s.cpus[dst].nrBalanceFailed
 	moved := 0
+	detaching := s.rqs[s.cpus[busiest].root].hNr > 1
+	s.lbAllPinned = true
 	for i, ti := range cand {
 		if i >= loopMax {
 			break
@@ -394,6 +436,18 @@ func (s *sim) loadBalance(dst int32, idle, newIdle bool) bool {
 		}
 	}
 	s.scratch = cand[:0]
+	if moved == 0 && detaching && s.lbAllPinned && excluded != nil {
+		// load_balance(): every task of busiest is pinned away from dst;
+		// leave busiest out and look again, while some CPU besides dst
+		// is left; else out_all_pinned, which clears the failure count.
+		excluded[busiest] = true
+		for c := int32(0); c < s.nCPU; c++ {
+			if c != dst && !excluded[c] {
+				goto redo
+			}
+		}
+		return balanced()
+	}
 	// load_balance() (v6.1..v6.18): only a periodic balance that moved
 	// nothing counts a failure ("We do not want newidle balance, which can
 	// be very frequent, pollute the failure counter"), but any balance
@@ -411,15 +465,26 @@ func (s *sim) loadBalance(dst int32, idle, newIdle bool) bool {
 // canMigrateTask is can_migrate_task(): not running, not in a throttled
 // hierarchy on either side, and not cache hot unless balancing failed more
 // than the domain's cache_nice_tries times.
+//
+// Its checks come in the kernel's order (v6.12): a task that may not run
+// on dst is refused before the running test, and every task that passes
+// that test clears lbAllPinned (LBF_ALL_PINNED).
 func (s *sim) canMigrateTask(ti, dst int32, failed, cacheNiceTries int) bool {
 	t := &s.tasks[ti]
-	if t.running || s.ents[t.se].delayed {
+	if s.ents[t.se].delayed {
 		return false
 	}
 	if s.throttledHierarchy(s.ents[t.se].rq) {
 		return false
 	}
 	if t.tg >= 0 && s.throttledHierarchy(s.tgs[t.tg].rq[dst]) {
+		return false
+	}
+	if !s.allowed(ti, dst) {
+		return false
+	}
+	s.lbAllPinned = false
+	if t.running {
 		return false
 	}
 	if (s.taskHot(ti) || s.buddyHot(ti, dst)) && failed <= cacheNiceTries {

@@ -194,6 +194,10 @@ type task struct {
 	listStamp   int64
 	cpuPos      int32
 
+	// aff indexes sim.affs: the CPUs the task may run on
+	// (p->cpus_ptr); -1: every CPU.
+	aff int32
+
 	pat   taskPattern
 	slack int64 // timer_slack_ns
 	rng   *rand.Rand
@@ -327,9 +331,19 @@ type sim struct {
 	rp       int32       // leaves of rt in use (a power of two >= nCPU)
 	idleMask []uint64
 	scratch  []int32
-	pt       *peltTables
-	trace    func(format string, a ...any)
-	topo     *topology // sched domains; nil on the flat machine (topology.go)
+	affs     []affinity // CPU masks of pinned groups (task.aff)
+	// lbAllPinned is LBF_ALL_PINNED of the balance under way: no task
+	// examined so far may run on its destination.
+	lbAllPinned bool
+	lbExcluded  []bool
+	// lbSkip is env->cpus during a topology balance with pinned tasks:
+	// the CPUs a redo leaves out (nil otherwise); lbPinnedSrc is the
+	// source CPU whose every task was pinned away, or -1.
+	lbSkip      []bool
+	lbPinnedSrc int32
+	pt          *peltTables
+	trace       func(format string, a ...any)
+	topo        *topology // sched domains; nil on the flat machine (topology.go)
 }
 
 // Run simulates in and returns the metrics. It validates the input first;
@@ -595,6 +609,7 @@ func (s *sim) build() {
 		if pol == polIdle {
 			w = weightIdlePrio
 		}
+		aff := s.newAffinity(g.CPUs)
 		for r := 0; r < reps; r++ {
 			tg := int32(-1)
 			if groupTG[gi] != nil {
@@ -616,7 +631,7 @@ func (s *sim) build() {
 				t := task{se: se, tg: tg, cpu: -1, group: int32(gi), policy: pol, kind: kind,
 					pat: taskPattern{RunNs: g.Pattern.RunNs, PeriodNs: g.Pattern.PeriodNs, IntervalNs: g.Pattern.IntervalNs,
 						MeanRunNs: g.Pattern.MeanRunNs, MeanSleepNs: g.Pattern.MeanSleepNs}, wakeAt: -1, partner: -1, cpuPos: -1, vNormalized: true,
-					slack: slack, srv: srv, req: -1, rng: rand.New(rand.NewPCG(in.Seed, uint64(ti)+0x9e3779b97f4a7c15))}
+					slack: slack, aff: aff, srv: srv, req: -1, rng: rand.New(rand.NewPCG(in.Seed, uint64(ti)+0x9e3779b97f4a7c15))}
 				if kind == patPingPong {
 					t.partner = first + int32(i^1)
 				}
@@ -694,6 +709,7 @@ func (s *sim) start() {
 				c = pc
 			}
 		}
+		c = s.forkCPUAllowed(ti, c)
 		s.placeTaskOnCPU(ti, c)
 		s.cpus[c].forkCount++
 		e := &s.ents[t.se]

@@ -308,7 +308,7 @@ func (s *sim) selectTaskRqTopo(ti, this int32, sync bool) int32 {
 	w := s.wakeeRecord(this)
 	s.recordWakee(w, ti)
 	newCPU := prev
-	if !s.wakeWide(w, ti) && this != prev {
+	if !s.wakeWide(w, ti) && this != prev && s.allowed(ti, this) {
 		for l := range tp.levels {
 			if tp.levels[l].flags&sdWakeAffine == 0 {
 				continue
@@ -341,7 +341,7 @@ func (s *sim) selectIdleSiblingTopo(ti, prev, target int32) int32 {
 	}
 	recent := tp.recentUsed[ti]
 	tp.recentUsed[ti] = prev
-	if recent >= 0 && recent != prev && recent != target && tp.sharesCache(recent, target) && s.idleOrSchedIdle(recent) {
+	if recent >= 0 && recent != prev && recent != target && tp.sharesCache(recent, target) && s.idleOrSchedIdle(recent) && s.allowed(ti, recent) {
 		return recent
 	}
 	if tp.llcLevel < 0 {
@@ -351,23 +351,23 @@ func (s *sim) selectIdleSiblingTopo(ti, prev, target int32) int32 {
 	if tp.threads > 1 {
 		hasIdleCore = tp.hasIdleCores[tp.llcOf(target)]
 		if !hasIdleCore && tp.sharesCache(prev, target) {
-			if c := s.selectIdleSMT(prev); c >= 0 {
+			if c := s.selectIdleSMT(ti, prev); c >= 0 {
 				return c
 			}
 		}
 	}
-	if c := s.selectIdleCPU(hasIdleCore, target); c >= 0 {
+	if c := s.selectIdleCPU(ti, hasIdleCore, target); c >= 0 {
 		return c
 	}
 	return target
 }
 
 // selectIdleSMT is select_idle_smt(): an idle sibling of target.
-func (s *sim) selectIdleSMT(target int32) int32 {
+func (s *sim) selectIdleSMT(ti, target int32) int32 {
 	th := s.topo.threads
 	base := target / th * th
 	for c := base; c < base+th; c++ {
-		if c != target && s.idleOrSchedIdle(c) {
+		if c != target && s.idleOrSchedIdle(c) && s.allowed(ti, c) {
 			return c
 		}
 	}
@@ -378,7 +378,10 @@ func (s *sim) selectIdleSMT(target int32) int32 {
 // LLC from target+1, wrapping; with an idle core somewhere, look for a
 // whole idle core (no scan limit) and clear has_idle_cores if there is
 // none; otherwise stop after nr_idle_scan CPUs.
-func (s *sim) selectIdleCPU(hasIdleCore bool, target int32) int32 {
+//
+// The scan covers the LLC's CPUs the task may run on (sched_domain_span(sd)
+// & p->cpus_ptr).
+func (s *sim) selectIdleCPU(ti int32, hasIdleCore bool, target int32) int32 {
 	tp := s.topo
 	llc := tp.llcOf(target)
 	lo, w := llc*tp.llcSize, tp.llcSize
@@ -393,13 +396,16 @@ func (s *sim) selectIdleCPU(hasIdleCore bool, target int32) int32 {
 	start := target + 1 - lo
 	for i := int32(0); i < w; i++ {
 		c := lo + (start+i)%w
+		if !s.allowed(ti, c) {
+			continue
+		}
 		if hasIdleCore {
 			core := (c - lo) / tp.threads
 			if tp.checked[core] {
 				continue
 			}
 			tp.checked[core] = true
-			if r := s.selectIdleCore(c, &idleCPU); r >= 0 {
+			if r := s.selectIdleCore(ti, c, &idleCPU); r >= 0 {
 				return r
 			}
 			continue
@@ -421,7 +427,7 @@ func (s *sim) selectIdleCPU(hasIdleCore bool, target int32) int32 {
 // selectIdleCore is select_idle_core(): core (the CPU the scan reached) if
 // every sibling is idle; else remember the first idle (or SCHED_IDLE-only)
 // sibling in *idleCPU.
-func (s *sim) selectIdleCore(core int32, idleCPU *int32) int32 {
+func (s *sim) selectIdleCore(ti, core int32, idleCPU *int32) int32 {
 	th := s.topo.threads
 	base := core / th * th
 	idle := true
@@ -429,7 +435,7 @@ func (s *sim) selectIdleCore(core int32, idleCPU *int32) int32 {
 		if !s.cpuIdle(c) {
 			idle = false
 			if *idleCPU == -1 {
-				if s.schedIdleCPU(c) {
+				if s.schedIdleCPU(c) && s.allowed(ti, c) {
 					*idleCPU = c
 					break
 				}
@@ -437,7 +443,7 @@ func (s *sim) selectIdleCore(core int32, idleCPU *int32) int32 {
 			}
 			break
 		}
-		if *idleCPU == -1 {
+		if *idleCPU == -1 && s.allowed(ti, c) {
 			*idleCPU = c
 		}
 	}
@@ -555,6 +561,9 @@ func (s *sim) groupStats(l int, first, w int32, local bool, idle int) sgStats {
 	lv := &s.topo.levels[l]
 	g := sgStats{first: first, weight: w, capacity: float64(w) * 1024, cores: max(1, w/s.topo.threads)}
 	for c := first; c < first+w; c++ {
+		if s.lbSkip != nil && s.lbSkip[c] {
+			continue // for_each_cpu_and(..., env->cpus): left out by a redo
+		}
 		s.cpuPelt(c)
 		cpu := &s.cpus[c]
 		nr := s.rqs[cpu.root].hNr
@@ -679,6 +688,47 @@ func (s *sim) balanceLevel(dst int32, l int, idle int) balanceResult {
 // findAndPull finds the busiest group and queue at level l and pulls from
 // it; unbalanced says an imbalance was found (whether or not a task moved).
 func (s *sim) findAndPull(dst int32, l int, idle int, st *sdState) (moved, unbalanced bool) {
+	if len(s.affs) == 0 {
+		return s.findAndPullOnce(dst, l, idle, st)
+	}
+	// load_balance()'s redo: a source CPU whose every task is pinned away
+	// from dst (LBF_ALL_PINNED) is left out of env->cpus and the domain
+	// looked at again, while CPUs outside the local group are left; else
+	// out_all_pinned, which clears the failure count.
+	tp := s.topo
+	lo, w := tp.span(dst, l)
+	gw := tp.levels[l].groupW
+	localFirst := dst / gw * gw
+	s.lbSkip = s.lbExcluded[:0]
+	for range s.nCPU {
+		s.lbSkip = append(s.lbSkip, false)
+	}
+	s.lbExcluded = s.lbSkip
+	defer func() { s.lbSkip = nil }()
+	for {
+		s.lbPinnedSrc = -1
+		moved, unbalanced = s.findAndPullOnce(dst, l, idle, st)
+		if moved || s.lbPinnedSrc < 0 {
+			return moved, unbalanced
+		}
+		s.lbSkip[s.lbPinnedSrc] = true
+		left := false
+		for c := lo; c < lo+w; c++ {
+			if (c < localFirst || c >= localFirst+gw) && !s.lbSkip[c] {
+				left = true
+				break
+			}
+		}
+		if !left {
+			st.nrBalanceFailed = 0
+			return false, false
+		}
+	}
+}
+
+// findAndPullOnce is one pass of findAndPull; with pinned tasks it sets
+// lbPinnedSrc to a source CPU whose every task was pinned away from dst.
+func (s *sim) findAndPullOnce(dst int32, l int, idle int, st *sdState) (moved, unbalanced bool) {
 	tp := s.topo
 	lv := &tp.levels[l]
 	lo, w := tp.span(dst, l)
@@ -777,7 +827,7 @@ func (s *sim) findAndPull(dst int32, l int, idle int, st *sdState) (moved, unbal
 	var bn int32
 	for c := bst.first; c < bst.first+bst.weight; c++ {
 		nr := s.rqs[s.cpus[c].root].hNr
-		if nr == 0 {
+		if nr == 0 || (s.lbSkip != nil && s.lbSkip[c]) {
 			continue
 		}
 		switch mt {
@@ -807,7 +857,12 @@ func (s *sim) findAndPull(dst int32, l int, idle int, st *sdState) (moved, unbal
 	}
 	n := 0
 	if s.rqs[s.cpus[src].root].hNr > 1 {
+		s.lbAllPinned = true
 		n = s.detachTasks(src, dst, lv, st, idle, mt, imb)
+		if n == 0 && s.lbAllPinned && s.lbSkip != nil {
+			s.lbPinnedSrc = src
+			return false, true
+		}
 	}
 	if n > 0 {
 		st.nrBalanceFailed = 0
@@ -921,7 +976,9 @@ func (s *sim) canMigrateTaskTopo(ti, dst int32, failed int, lv *sdLevel) bool {
 // src picks its next task or goes idle.
 func (s *sim) activeBalance(src, dst int32) bool {
 	ti := s.cpus[src].curr
-	if ti < 0 || !s.cpuIdle(dst) {
+	// load_balance() does not stop busiest's task when it may not run on
+	// dst (out_one_pinned).
+	if ti < 0 || !s.cpuIdle(dst) || !s.allowed(ti, dst) {
 		return false
 	}
 	t := &s.tasks[ti]

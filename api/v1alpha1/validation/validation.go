@@ -332,6 +332,11 @@ func (v *validator) group(f *field.Path, g *v1alpha1.Group) {
 	oneOf(v, f.Child("policy"), g.Policy, v1alpha1.PolicyOther, v1alpha1.PolicyBatch, v1alpha1.PolicyIdle)
 	v.durationIn(f.Child("slice"), g.Slice, 100*time.Microsecond, 100*time.Millisecond)
 	v.durationIn(f.Child("timerSlack"), g.TimerSlack, 0, 100*time.Millisecond)
+	if len(g.CPUs) > 256 {
+		v.addf(f.Child("cpus"), "%d characters: write at most 256 (ranges such as 0-63 keep it short)", len(g.CPUs))
+	} else if _, err := v1alpha1.ParseCPUList(g.CPUs); err != nil {
+		v.addf(f.Child("cpus"), "%v", err)
+	}
 	if g.Session != "" {
 		v.dnsLabelName(f.Child("session"), g.Session)
 		if (g.CPUWeight != nil && *g.CPUWeight != 100) || g.CPUMax != "" || g.CPUIdle != nil {

@@ -2,6 +2,7 @@ package host
 
 import (
 	"fmt"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -51,4 +52,31 @@ func CPUMaxMillis(s string) (int64, error) {
 		return 0, fmt.Errorf("cpuMax %q: must be between 1m and 1024 CPUs", s)
 	}
 	return m, nil
+}
+
+// FitsNode checks what only this node can tell: every CPU a group is pinned
+// to (cpus) is one of the node's. Nothing was changed on the node when it
+// fails.
+func FitsNode(spec *v1alpha1.SchedExperimentSpec, caps *v1alpha1.NodeCapabilities) error {
+	// The agent's own affinity bounds its workers' (a container's cpuset).
+	allowed, err := v1alpha1.ParseCPUList(caps.AllowedCPUs)
+	if err != nil {
+		allowed = nil
+	}
+	for i := range spec.Workload.Groups {
+		g := &spec.Workload.Groups[i]
+		cpus, err := v1alpha1.ParseCPUList(g.CPUs)
+		if err != nil {
+			return fmt.Errorf("spec.workload.groups[%d].cpus: %w", i, err)
+		}
+		for _, c := range cpus {
+			if c >= caps.CPUs {
+				return fmt.Errorf("spec.workload.groups[%d].cpus: group %q is pinned to CPU %d, which this node lacks (it has CPUs 0-%d); nothing was changed on the node: pin the group to CPUs every chosen node has, or choose nodes with more CPUs", i, g.Name, c, caps.CPUs-1)
+			}
+			if allowed != nil && !slices.Contains(allowed, c) {
+				return fmt.Errorf("spec.workload.groups[%d].cpus: group %q is pinned to CPU %d, outside the CPUs the agent may use here (%s, its cpuset); nothing was changed on the node: pin the group within them", i, g.Name, c, caps.AllowedCPUs)
+			}
+		}
+	}
+	return nil
 }

@@ -56,6 +56,9 @@ func TestValidate(t *testing.T) {
 				{Name: "d", Parent: "c", Tasks: ptr(int32(0))}, {Name: "e", Parent: "d", Pattern: &v1alpha1.Pattern{Type: v1alpha1.PatternHog}},
 			}
 		}, []string{"spec.workload.groups[4].parent: Invalid value: cgroups may nest at most 4 deep"}},
+		{"cpus backwards", func(s *v1alpha1.SchedExperimentSpec) {
+			s.Workload.Groups[0].CPUs = "3-1"
+		}, []string{`spec.workload.groups[0].cpus: Invalid value: "3-1": the range "3-1" runs backwards; write 1-3`}},
 		{"session with weight", func(s *v1alpha1.SchedExperimentSpec) {
 			s.Workload.Groups[0].Session = "s"
 			s.Workload.Groups[0].CPUWeight = ptr(int32(300))
@@ -81,5 +84,25 @@ func TestValidate(t *testing.T) {
 				t.Errorf("error does not say nothing was changed: %v", err)
 			}
 		})
+	}
+}
+
+// A group pinned to CPUs the node lacks, or outside the agent's own cpuset,
+// is refused before anything changes; CPUs it has pass.
+func TestFitsNode(t *testing.T) {
+	spec := validSpec()
+	caps := &v1alpha1.NodeCapabilities{CPUs: 4, AllowedCPUs: "0-1,3"}
+	for cpus, want := range map[string]string{
+		"":    "",
+		"0-1": "",
+		"3":   "",
+		"4":   `group "hog" is pinned to CPU 4, which this node lacks (it has CPUs 0-3)`,
+		"1-2": `group "hog" is pinned to CPU 2, outside the CPUs the agent may use here (0-1,3, its cpuset)`,
+	} {
+		spec.Workload.Groups[0].CPUs = cpus
+		err := FitsNode(spec, caps)
+		if (want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), want)) {
+			t.Errorf("cpus %q: %v, want %q", cpus, err, want)
+		}
 	}
 }

@@ -49,6 +49,8 @@ type workerConfig struct {
 	SliceNs int64  `json:"sliceNs,omitempty"`
 	// TimerSlackNs is the work thread's timer slack; 0 keeps the default.
 	TimerSlackNs int64 `json:"timerSlackNs,omitempty"`
+	// CPUs is the worker's CPU affinity; empty keeps every CPU.
+	CPUs []int32 `json:"cpus,omitempty"`
 
 	// Children (session mode): each child's config and the leader's file
 	// descriptors that become the child's fds 3, 4, 5 ….
@@ -96,7 +98,7 @@ const (
 // taskConfig turns a Task into its worker's configuration, validating the
 // pattern's parameters again (the agent never trusts the API server).
 func taskConfig(t Task, runID string, index int) (workerConfig, error) {
-	c := workerConfig{RunID: runID, Mode: "task", Pattern: t.Pattern.Type, Nice: t.Nice, Policy: t.Policy, SliceNs: t.SliceNs, TimerSlackNs: t.TimerSlackNs, Seed: t.Seed, Slot: index, Perturb: t.Perturb}
+	c := workerConfig{RunID: runID, Mode: "task", Pattern: t.Pattern.Type, Nice: t.Nice, Policy: t.Policy, SliceNs: t.SliceNs, TimerSlackNs: t.TimerSlackNs, CPUs: t.CPUs, Seed: t.Seed, Slot: index, Perturb: t.Perturb}
 	ns := func(name string, d *metav1.Duration, lo, hi int64) (int64, error) {
 		if d == nil {
 			return 0, fmt.Errorf("task %d (%s/%d/%d): %s pattern needs %s", index, t.Group, t.Replica, t.Index, t.Pattern.Type, name)
@@ -181,6 +183,11 @@ func taskConfig(t Task, runID string, index int) (workerConfig, error) {
 	}
 	if t.TimerSlackNs < 0 || t.TimerSlackNs > 100e6 {
 		return c, fmt.Errorf("task %d (%s): timer slack %dns is outside 1ns..100ms", index, t.Group, t.TimerSlackNs)
+	}
+	for _, cpu := range t.CPUs {
+		if cpu < 0 || cpu > v1alpha1.MaxCPUID {
+			return c, fmt.Errorf("task %d (%s): CPU %d is outside 0..%d", index, t.Group, cpu, v1alpha1.MaxCPUID)
+		}
 	}
 	if t.SliceNs != 0 && (t.SliceNs < 100e3 || t.SliceNs > 100e6) {
 		return c, fmt.Errorf("task %d (%s): slice %dns is outside 100us..100ms", index, t.Group, t.SliceNs)

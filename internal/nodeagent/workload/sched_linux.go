@@ -111,3 +111,49 @@ func applySchedAllThreads(nice *int, policy string, sliceNs int64) error {
 	}
 	return nil
 }
+
+// applyAffinityAllThreads pins every thread of this process to cpus
+// (sched_setaffinity), as a cpuset confines a container's threads; threads
+// started later inherit it. Each thread's mask is read back.
+func applyAffinityAllThreads(cpus []int32) error {
+	if len(cpus) == 0 {
+		return nil
+	}
+	var set unix.CPUSet
+	for _, c := range cpus {
+		if int(c) >= len(set)*64 {
+			return fmt.Errorf("CPU %d: above the %d CPUs a sched_setaffinity mask here holds", c, len(set)*64)
+		}
+		set.Set(int(c))
+	}
+	done := map[int]bool{}
+	for range 5 {
+		ents, err := os.ReadDir("/proc/self/task")
+		if err != nil {
+			return fmt.Errorf("listing threads: %w", err)
+		}
+		fresh := false
+		for _, e := range ents {
+			tid, err := strconv.Atoi(e.Name())
+			if err != nil || done[tid] {
+				continue
+			}
+			fresh = true
+			if err := unix.SchedSetaffinity(tid, &set); err != nil {
+				return fmt.Errorf("sched_setaffinity(%d, CPUs %v): %w (a CPU this node has not online, or a cpuset that excludes it)", tid, cpus, err)
+			}
+			var got unix.CPUSet
+			if err := unix.SchedGetaffinity(tid, &got); err != nil {
+				return fmt.Errorf("sched_getaffinity(%d): %w", tid, err)
+			}
+			if got != set {
+				return fmt.Errorf("thread %d: set CPUs %v, the kernel keeps %d of them", tid, cpus, got.Count())
+			}
+			done[tid] = true
+		}
+		if !fresh {
+			return nil
+		}
+	}
+	return nil
+}

@@ -194,7 +194,7 @@ func setupTask(cfg workerConfig) error {
 	if err := applySchedAllThreads(cfg.Nice, cfg.Policy, cfg.SliceNs); err != nil {
 		return err
 	}
-	return nil
+	return applyAffinityAllThreads(cfg.CPUs)
 }
 
 // counters is the work thread's slot, and server a Server task's shared

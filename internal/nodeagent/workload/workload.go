@@ -47,6 +47,11 @@ type Task struct {
 	// prctl(PR_SET_TIMERSLACK) on the work thread before its work starts.
 	TimerSlackNs int64
 
+	// CPUs, when not empty, is set with sched_setaffinity on every thread
+	// of the worker before its work starts, as a cpuset confines a
+	// container's threads.
+	CPUs []int32
+
 	// Pattern is what the task does (Hog, Periodic, LatencyProbe, PingPong,
 	// Burst, Server), with durations as in the API. Every task of a Server
 	// replica (same Group and Replica) has the same pattern and serves the

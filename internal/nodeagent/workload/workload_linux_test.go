@@ -845,3 +845,66 @@ func TestStopLeavesOtherChildrenAlive(t *testing.T) {
 		}
 	}
 }
+
+// Two hogs pinned to one CPU share it: every thread of each worker has that
+// CPU alone in its affinity, and the two together use one CPU, not two. An
+// unpinned hog beside them takes the other CPU.
+func TestPinnedHogsShareTheirCPU(t *testing.T) {
+	if runtime.NumCPU() < 2 {
+		t.Skip("needs 2 CPUs")
+	}
+	hog := v1alpha1.Pattern{Type: v1alpha1.PatternHog}
+	spec := Spec{Tasks: []Task{
+		{Group: "pinned", Pattern: hog, Peer: -1, CPUs: []int32{1}},
+		{Group: "pinned", Index: 1, Pattern: hog, Peer: -1, CPUs: []int32{1}},
+		{Group: "free", Pattern: hog, Peer: -1},
+	}}
+	s := startSet(t, spec)
+	for i, p := range s.Placements()[:2] {
+		ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", p.PID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range ents {
+			tid, _ := strconv.Atoi(e.Name())
+			var set unix.CPUSet
+			if err := unix.SchedGetaffinity(tid, &set); err != nil {
+				continue // the thread ended
+			}
+			if set.Count() != 1 || !set.IsSet(1) {
+				t.Errorf("worker %d thread %d may run on %d CPUs, want CPU 1 alone", i, tid, set.Count())
+			}
+		}
+	}
+	w, noise := window(t, s, 300*time.Millisecond, 2*time.Second, 4)
+	pinned, free := GroupMetrics(w, "pinned"), GroupMetrics(w, "free")
+	t.Logf("pinned: %.3f CPU, free: %.3f CPU (noise %.2f CPUs)", pinned.CPU, free.CPU, noise)
+	// However busy the machine, two tasks on one CPU get at most one.
+	if pinned.CPU > 1.03 {
+		t.Errorf("two hogs pinned to CPU 1 used %.3f CPUs, more than that CPU", pinned.CPU)
+	}
+	if noise < quietNoise && (!near(pinned.CPU, 1, 0.07) || !near(free.CPU, 1, 0.07)) {
+		t.Errorf("on a quiet machine: pinned %.3f, free %.3f CPU; want ≈1 each", pinned.CPU, free.CPU)
+	}
+}
+
+// A CPU this machine lacks fails Start with the kernel's word, and leaves
+// nothing behind.
+func TestPinnedToAMissingCPU(t *testing.T) {
+	missing := int32(runtime.NumCPU() + 64)
+	spec := Spec{WorkerBinary: selfBinary(t), RunID: fmt.Sprintf("pin-%d", os.Getpid()), Tasks: []Task{
+		task("ok", v1alpha1.Pattern{Type: v1alpha1.PatternHog}),
+		{Group: "pinned", Pattern: v1alpha1.Pattern{Type: v1alpha1.PatternHog}, Peer: -1, CPUs: []int32{missing}},
+	}}
+	s, err := Start(context.Background(), spec)
+	if err == nil {
+		_ = s.Stop()
+		t.Fatalf("a worker pinned to CPU %d of %d started", missing, runtime.NumCPU())
+	}
+	if !strings.Contains(err.Error(), "sched_setaffinity") {
+		t.Errorf("error %q does not name sched_setaffinity", err)
+	}
+	if left, _ := Survivors(spec.RunID); len(left) > 0 {
+		t.Errorf("a failed Start left workers %v", left)
+	}
+}
