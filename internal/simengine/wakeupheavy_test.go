@@ -223,8 +223,10 @@ func TestParseKernel(t *testing.T) {
 // (19:41, a quiet machine); without the check the pair was predicted at
 // 0.896 and the hogs at 0.797. The mean of the three campaigns (0.747 /
 // 0.909) is the reference: with the v6.17 slice protection (6.18.44) the
-// pair is predicted at 0.794, 0.047 above it and 0.067 above the first
-// campaign alone (0.758 before that rule).
+// pair was predicted at 0.794, 0.047 above it and 0.067 above the first
+// campaign alone (0.758 before that rule); 0.756 on main before the
+// preempted writer did its work on the next message (TestPreemptedWriterDoesItsWork),
+// 0.780 with it (hogs 0.930 -> 0.907).
 func TestSyncWakeupPreemptsWaker(t *testing.T) {
 	in := wakeupHeavyInput(wakeupHeavyCases[10], "6.18.44")
 	if c := wakeupHeavyCases[10]; !c.sessions || c.autogroupOff {
@@ -261,5 +263,41 @@ func TestSyncWakeupPreemptsWaker(t *testing.T) {
 	t.Logf("mixed: hogs %.3f (measured %.3f), pingpong %.3f (measured %.3f)", hogs, measHogs, pair, measPair)
 	if math.Abs(hogs-measHogs) > 0.05 || math.Abs(pair-measPair) > 0.05 {
 		t.Errorf("mixed: predicted hogs/pingpong %.3f/%.3f CPU, measured %.3f/%.3f (tolerance 0.05)", hogs, pair, measHogs, measPair)
+	}
+}
+
+// TestPreemptedWriterDoesItsWork: a PingPong task preempted on its way back
+// from write() by the partner it woke still owes the work on the next
+// message: when it runs again it reads the reply (there already, or waking
+// it later) and spins its RunNs before it writes. The simulator had skipped
+// that work whenever the reply was already there, so half the messages of a
+// pair in the preempting pattern cost no work at all: 3 pairs (20 µs per
+// message) against 4 hogs counted 45 000 switches a second per pair where
+// the node showed 30 000 (pinned pairs, 1 December 2026 23:36 UTC, load 2.4:
+// 30 000-32 600 messages and 15 000 voluntary plus 15 000 involuntary
+// switches a second per pair at one CPU each). Every message costs RunNs of
+// the group's CPU, so messages x RunNs cannot exceed the CPU the group got
+// (opsPerSec counts round trips, two messages).
+func TestPreemptedWriterDoesItsWork(t *testing.T) {
+	for _, work := range []int64{20_000, 2_000_000} {
+		c := wakeupHeavyCases[0]
+		c.workNs = work
+		in := wakeupHeavyInput(c, "6.18.44")
+		r, err := Run(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := r.Groups[0].Metrics
+		if m.OpsPerSec == nil {
+			t.Fatal("no opsPerSec for the PingPong group")
+		}
+		worked := 2 * *m.OpsPerSec * float64(work) / 1e9
+		t.Logf("%d µs: %.0f round trips/s, %.3f CPU of work, group CPU %.3f, involuntary %.0f/s", work/1000, *m.OpsPerSec, worked, m.CPU, m.CtxSwitchesPerSec.Involuntary)
+		if m.CtxSwitchesPerSec.Involuntary < 100 {
+			t.Errorf("%d µs: %.0f involuntary switches/s: the case no longer has preempted writers, the test proves nothing", work/1000, m.CtxSwitchesPerSec.Involuntary)
+		}
+		if worked > m.CPU*1.001 {
+			t.Errorf("%d µs: %.0f round trips/s need %.3f CPU of work, the group had %.3f", work/1000, *m.OpsPerSec, worked, m.CPU)
+		}
 	}
 }

@@ -83,8 +83,11 @@ func (s *sim) burstDone(ti int32) {
 		s.armTimer(ti, next)
 	case patPingPong:
 		if t.readPending {
-			// Back on the CPU after the preemption: the read().
+			// Back on the CPU after the preemption: the read(). Its
+			// work on the reply comes after it, whether the reply was
+			// already there or wakes it later.
 			t.readPending = false
+			t.workEnd = se.sumExec + s.pingRun(t)
 			s.blockTask(ti)
 			if t.state == tsQueued {
 				s.armRunEnd(t.cpu)
