@@ -103,3 +103,59 @@ func TestAffinityValidation(t *testing.T) {
 		t.Errorf("a group pinned to CPU 2 of 2: %v", err)
 	}
 }
+
+// pinnedPairsInput is the wake-up-heavy case in the layout Kubernetes
+// gives a pod whose containers have exclusive CPUs: the pair group's and
+// the hog group's cgroups each hold one child cgroup per CPU, pinned there
+// (pairs pinned one per CPU and a hog beside each).
+func pinnedPairsInput(weightA int, pinned bool, seed uint64) Input {
+	cpus := func(c int32) []int32 {
+		if !pinned {
+			return nil
+		}
+		return []int32{c}
+	}
+	pp := Pattern{Type: PingPong, RunNs: 20_000}
+	return Input{Node: Node{CPUs: 2, Kernel: "6.18.44"}, DurationNs: 2e9, WarmupNs: 1e9, Seed: seed,
+		Groups: []Group{
+			{Name: "pairs", CPUWeight: weightA},
+			{Name: "pairs0", Parent: "pairs", Tasks: 2, CPUs: cpus(0), Pattern: pp},
+			{Name: "pairs1", Parent: "pairs", Tasks: 2, CPUs: cpus(1), Pattern: pp},
+			{Name: "hogs", CPUWeight: 100},
+			{Name: "hogs0", Parent: "hogs", Tasks: 1, CPUs: cpus(0)},
+			{Name: "hogs1", Parent: "hogs", Tasks: 1, CPUs: cpus(1)},
+		}}
+}
+
+// The pinned, nested layout measured on the 2-CPU 6.18.44 node with
+// schedlab run (3 windows of 4 s each, 1 December 2026 23:48-23:49 UTC,
+// load average 9-11; docs/wakeup-heavy-groups.md): there the kernel gives
+// the weights, where the flat layout lets the pairs take both CPUs. The
+// median over seeds 1-5 of the predicted A and B CPU within 0.1 of the
+// measured mean.
+func TestPinnedNestedPairsKeepWeights(t *testing.T) {
+	for _, c := range []struct {
+		weightA      int
+		pinned       bool
+		measA, measB float64
+	}{
+		{25, true, 0.393, 1.573},
+		{100, true, 0.980, 0.980},
+		{100, false, 0.992, 0.976},
+	} {
+		var pa, pb []float64
+		for seed := uint64(1); seed <= 5; seed++ {
+			r, err := Run(pinnedPairsInput(c.weightA, c.pinned, seed))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cpu := func(i int) float64 { return r.Groups[i].Metrics.CPU }
+			pa, pb = append(pa, cpu(1)+cpu(2)), append(pb, cpu(4)+cpu(5))
+		}
+		a, b := median(pa), median(pb)
+		t.Logf("weights %d:100, pinned %v: predicted %.3f / %.3f (seeds %.3f / %.3f), measured %.3f / %.3f", c.weightA, c.pinned, a, b, pa, pb, c.measA, c.measB)
+		if math.Abs(a-c.measA) > 0.1 || math.Abs(b-c.measB) > 0.1 {
+			t.Errorf("weights %d:100, pinned %v: predicted A/B %.3f/%.3f, measured %.3f/%.3f (tolerance 0.1 CPU)", c.weightA, c.pinned, a, b, c.measA, c.measB)
+		}
+	}
+}
