@@ -68,17 +68,19 @@ func (s *sim) burstDone(ti int32) {
 			run = defaultProbeRun
 		}
 		t.workEnd = se.sumExec + run
+		// The next deadline on the interval's grid that lies ahead. A
+		// probe that wakes after later deadlines have passed skips them
+		// and sleeps to the first one in the future, as the agent's
+		// LatencyProbe (nodeagent/workload latencyProbe()) and cyclictest
+		// do: a late wake-up is one latency sample however many intervals
+		// it spans. (Recording each passed deadline as a back-to-back
+		// wake-up counted one wait of 3.5 ms as samples of 3.5, 2.5, 1.5
+		// and 0.5 ms, which tripled the fraction beyond 1 ms.)
 		next := t.release + t.pat.IntervalNs
-		t.release = next
 		if next <= s.now {
-			// Already late for the next deadline: no sleep, and the
-			// lateness counts (as cyclictest reports it).
-			if t.hist != nil && s.now >= s.winStart {
-				t.recordLatency(s.now - next)
-			}
-			s.armRunEnd(t.cpu)
-			return
+			next += ((s.now-next)/t.pat.IntervalNs + 1) * t.pat.IntervalNs
 		}
+		t.release = next
 		s.blockTask(ti)
 		s.armTimer(ti, next)
 	case patPingPong:
