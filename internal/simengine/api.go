@@ -295,6 +295,11 @@ type Group struct {
 	// (sched_setaffinity): wake-up placement and the load balancer keep
 	// them there. Empty means every CPU.
 	CPUs []int32 `json:"cpus,omitempty"`
+	// TaskCPUs, when set, pins each task of every replica on its own:
+	// task i to TaskCPUs[i], as taskset pins single processes of one
+	// cgroup (the manifest's cpus pins a whole group). It has Tasks
+	// entries and takes the place of CPUs.
+	TaskCPUs [][]int32 `json:"taskCPUs,omitempty"`
 	// Session, when set, puts the tasks outside any cgroup in that session,
 	// which autogroup turns into one task group per session.
 	Session string `json:"session,omitempty"`

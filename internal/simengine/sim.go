@@ -626,6 +626,10 @@ func (s *sim) build() {
 			}
 			for i := 0; i < g.Tasks; i++ {
 				ti := int32(len(s.tasks))
+				aff := aff
+				if len(g.TaskCPUs) > 0 {
+					aff = s.newAffinity(g.TaskCPUs[i])
+				}
 				se := s.newEntity(entity{weight: w, my: -1, parent: -1, task: ti, idle: pol == polIdle,
 					customSlice: g.SliceNs > 0, slice: g.SliceNs})
 				t := task{se: se, tg: tg, cpu: -1, group: int32(gi), policy: pol, kind: kind,

@@ -694,7 +694,10 @@ func (s *sim) findAndPull(dst int32, l int, idle int, st *sdState) (moved, unbal
 	// load_balance()'s redo: a source CPU whose every task is pinned away
 	// from dst (LBF_ALL_PINNED) is left out of env->cpus and the domain
 	// looked at again, while CPUs outside the local group are left; else
-	// out_all_pinned, which clears the failure count.
+	// out_all_pinned, which clears the failure count. (LBF_DST_PINNED,
+	// which retries with another CPU of the local group as destination
+	// when some task may not run on dst, is not modelled: one balance
+	// here pulls to dst only.)
 	tp := s.topo
 	lo, w := tp.span(dst, l)
 	gw := tp.levels[l].groupW

@@ -294,9 +294,14 @@ func validate(in *Input) error {
 		if g.CPUMaxQuotaNs != 0 && g.CPUMaxQuotaNs < 1_000_000 {
 			return fmt.Errorf("%s: cpuMaxQuotaNs is %d; set it to at least 1ms (1000000) or 0 for unlimited", where, g.CPUMaxQuotaNs)
 		}
-		for _, c := range g.CPUs {
-			if c < 0 || int(c) >= in.Node.CPUs {
-				return fmt.Errorf("%s: cpus names CPU %d, but the node has %d CPUs (0-%d): pin to CPUs the node has, or leave cpus empty", where, c, in.Node.CPUs, in.Node.CPUs-1)
+		if len(g.TaskCPUs) > 0 && len(g.TaskCPUs) != g.Tasks {
+			return fmt.Errorf("%s: taskCPUs has %d entries for %d tasks: give one CPU list per task, or use cpus for the whole group", where, len(g.TaskCPUs), g.Tasks)
+		}
+		for _, cpus := range append([][]int32{g.CPUs}, g.TaskCPUs...) {
+			for _, c := range cpus {
+				if c < 0 || int(c) >= in.Node.CPUs {
+					return fmt.Errorf("%s: cpus names CPU %d, but the node has %d CPUs (0-%d): pin to CPUs the node has, or leave cpus empty", where, c, in.Node.CPUs, in.Node.CPUs-1)
+				}
 			}
 		}
 		if g.TimerSlackNs < 0 || g.TimerSlackNs > 100_000_000 {

@@ -29,6 +29,9 @@ type wakeupHeavyCase struct {
 	// sessions: the groups are sessions outside any cgroup (autogroup
 	// makes each one a task group); autogroupOff turns autogroup off.
 	sessions, autogroupOff bool
+	// pinned: each pair and each hog pinned to one CPU (taskset on single
+	// processes of the one cgroup), pair k and hog k on CPU k mod cpus.
+	pinned bool
 	// miss says why the row is a known miss of the rule (empty: it holds).
 	miss string
 }
@@ -75,6 +78,18 @@ var wakeupHeavyCases = []wakeupHeavyCase{
 		windows: [][2]float64{{1.176, 0.800}, {1.155, 0.812}, {1.079, 0.729}, {1.064, 0.882}, {1.265, 0.710}, {1.244, 0.747}, {1.331, 0.663}, {1.267, 0.725},
 			{1.086, 0.863}, {1.082, 0.874}, {1.128, 0.757}, {1.109, 0.829}, {0.924, 1.024}, {1.079, 0.842}},
 		miss: "the simulator captures more than the kernel when the pair group is the lighter one"},
+	// Pinned (1 December 2026, 11:48-12:45 UTC, one window each): the
+	// threshold between 1:2 and 1:4 with no balancing at all.
+	{name: "pinned, 1 pair + 1 hog per CPU, 1:1", cpus: 2, pairs: 2, hogs: 2, workNs: 20_000, weightA: 100, weightB: 100, pinned: true,
+		windows: [][2]float64{{1.977, 0.000}}},
+	{name: "pinned, 1 pair + 1 hog per CPU, 1:2", cpus: 2, pairs: 2, hogs: 2, workNs: 20_000, weightA: 50, weightB: 100, pinned: true,
+		windows: [][2]float64{{1.977, 0.000}}},
+	{name: "pinned, 1 pair + 1 hog per CPU, 1:4", cpus: 2, pairs: 2, hogs: 2, workNs: 20_000, weightA: 25, weightB: 100, pinned: true,
+		windows: [][2]float64{{0.958, 0.982}},
+		miss:    "the simulator captures more than the kernel when the pair group is the lighter one (the same miss as 1:2 and 1:4 unpinned)"},
+	{name: "pinned, 1 pair + 2 hogs per CPU, 1:4", cpus: 2, pairs: 2, hogs: 4, workNs: 20_000, weightA: 25, weightB: 100, pinned: true,
+		windows: [][2]float64{{0.532, 1.414}},
+		miss:    "the simulator captures more than the kernel when the pair group is the lighter one"},
 	{name: "3 pairs 2ms vs 4 hogs, 1:1", cpus: 2, pairs: 3, hogs: 4, workNs: 2_000_000, weightA: 100, weightB: 100,
 		windows: [][2]float64{{1.727, 0.243}, {1.723, 0.252}, {1.685, 0.275}, {1.506, 0.469}, {1.562, 0.431}, {1.756, 0.237}, {1.311, 0.680},
 			{1.708, 0.250}, {1.659, 0.313}, {1.649, 0.313}, {1.784, 0.179}, {1.717, 0.253}, {1.750, 0.206}},
@@ -123,6 +138,14 @@ func wakeupHeavyInput(c wakeupHeavyCase, kernel string) Input {
 	if c.autogroupOff {
 		off := false
 		in.Knobs.Autogroup = &off
+	}
+	if c.pinned {
+		for i := range 2 * c.pairs {
+			in.Groups[0].TaskCPUs = append(in.Groups[0].TaskCPUs, []int32{int32(i / 2 % c.cpus)})
+		}
+		for i := range c.hogs {
+			in.Groups[1].TaskCPUs = append(in.Groups[1].TaskCPUs, []int32{int32(i % c.cpus)})
+		}
 	}
 	return in
 }
