@@ -59,13 +59,27 @@ func (r *SchedExperimentReconciler) selectNodes(ctx context.Context, s *scope) e
 		return nil
 	}
 
-	var skipped []string
+	var skipped, small []string
+	maxPin, pinGroup := highestPinnedCPU(&s.exp.Spec)
 	for i := range list.Items {
-		if usable, why := r.usable(&list.Items[i]); usable {
-			s.chosen = append(s.chosen, list.Items[i].Name)
-		} else {
-			skipped = append(skipped, list.Items[i].Name+" "+why)
+		n := &list.Items[i]
+		usable, why := r.usable(n)
+		if usable && s.measure() && maxPin >= 0 {
+			if c := n.Status.Capacity.Cpu().Value(); c > 0 && int64(maxPin) >= c {
+				usable, why = false, fmt.Sprintf("has %d CPUs, and group %q is pinned to CPU %d", c, pinGroup, maxPin)
+				small = append(small, n.Name)
+			}
 		}
+		if usable {
+			s.chosen = append(s.chosen, n.Name)
+		} else {
+			skipped = append(skipped, n.Name+" "+why)
+		}
+	}
+	if len(small) > 0 && len(s.chosen) > 0 {
+		sort.Strings(small)
+		s.event(corev1.EventTypeNormal, "NodesSkipped", "Select", fmt.Sprintf("Skipped %d nodes with too few CPUs for group %q, pinned to CPU %d: %s",
+			len(small), pinGroup, maxPin, strings.Join(limit(small, 10), ", ")))
 	}
 	sort.Strings(skipped)
 	sort.Strings(s.chosen)
@@ -75,7 +89,7 @@ func (r *SchedExperimentReconciler) selectNodes(ctx context.Context, s *scope) e
 	if len(s.chosen) == 0 {
 		msg := "no node matches the nodeSelector"
 		if len(skipped) > 0 {
-			msg = fmt.Sprintf("no node matching the nodeSelector is Ready, schedulable and untainted: %s", strings.Join(limit(skipped, 10), ", "))
+			msg = fmt.Sprintf("no node matching the nodeSelector is Ready, schedulable, untainted and large enough: %s", strings.Join(limit(skipped, 10), ", "))
 		}
 		s.markNoNodes(msg)
 		s.status.Nodes, s.status.NodeProgress = nil, ""
@@ -143,4 +157,22 @@ func tolerates(tolerations []corev1.Toleration, t *corev1.Taint) bool {
 		}
 	}
 	return false
+}
+
+// highestPinnedCPU is the highest CPU any group's cpus names, and that
+// group, or -1: a node needs at least that many CPUs plus one (the agent
+// checks its own cpuset there).
+func highestPinnedCPU(spec *v1alpha1.SchedExperimentSpec) (int32, string) {
+	top, group := int32(-1), ""
+	for i := range spec.Workload.Groups {
+		g := &spec.Workload.Groups[i]
+		cpus, err := v1alpha1.ParseCPUList(g.CPUs)
+		if err != nil || len(cpus) == 0 {
+			continue // validate has refused a bad list
+		}
+		if c := cpus[len(cpus)-1]; c > top {
+			top, group = c, g.Name
+		}
+	}
+	return top, group
 }
