@@ -937,19 +937,23 @@ func (s *sim) propagateSlice(se int32) {
 
 // ---- group weights ----
 
-// calcGroupShares is calc_group_shares() (v6.1..v6.12): the group's shares
+// calcGroupShares is calc_group_shares() (v6.1..v6.18): the group's shares
 // split across CPUs in proportion to each CPU's part of the group's load,
 //
 //	shares = tg->shares * load / (tg->load_avg - contrib + load),
 //	load = max(cfs_rq->load.weight, cfs_rq->avg.load_avg),
 //
-// clamped to [MIN_SHARES, tg->shares]. With SMP_FAIR_GROUPS off (a
-// simulator-only switch) every per-CPU group entity weighs the full shares.
-func (s *sim) calcGroupShares(cq int32) int64 {
+// clamped to [MIN_SHARES, tg->shares]. tg->shares is scale_load()ed (<< 10
+// on 64-bit, SCHED_FIXEDPOINT_SHIFT) while load and tg->load_avg are not,
+// so the kernel's result has 1/1024 of a weight unit of resolution; the
+// value returned here is that fixed-point weight. With SMP_FAIR_GROUPS off
+// (a simulator-only switch) every per-CPU group entity weighs the full
+// shares.
+func (s *sim) calcGroupSharesFP(cq int32) int64 {
 	r := &s.rqs[cq]
 	tg := &s.tgs[r.tg]
 	if !s.feat.smpFairGroups {
-		return tg.shares
+		return tg.shares << loadShift
 	}
 	// The queue's load is the input that changes most often: test it first.
 	if r.shKeyLoad == r.load && r.shKeyOK && r.shKeyAvg == r.loadAvg.avg && r.shKeyContrib == r.contrib && r.shKeyTg == tg.loadAvg {
@@ -957,23 +961,45 @@ func (s *sim) calcGroupShares(cq int32) int64 {
 	}
 	load := max(float64(r.load), r.loadAvg.avg)
 	tgWeight := tg.loadAvg - r.contrib + load
-	shares := tg.shares
+	tgShares := tg.shares << loadShift
+	shares := tgShares
 	if tgWeight > 0 {
-		shares = int64(float64(tg.shares) * load / tgWeight)
+		shares = int64(float64(tgShares) * load / tgWeight)
 	}
-	shares = max(minShares, min(shares, tg.shares))
+	shares = max(minShares, min(shares, tgShares))
 	r.shKeyOK, r.shKeyTg, r.shKeyLoad, r.shKeyAvg, r.shKeyContrib, r.shares = true, tg.loadAvg, r.load, r.loadAvg.avg, r.contrib, shares
 	return shares
 }
 
+// scaleLoadDown is scale_load_down(): the weight the vruntime and average
+// arithmetic use.
+func scaleLoadDown(w int64) int64 {
+	if w == 0 {
+		return 0
+	}
+	return max(2, w>>loadShift)
+}
+
+// calcGroupShares is calcGroupSharesFP as a weight (scale_load_down()).
+func (s *sim) calcGroupShares(cq int32) int64 {
+	return scaleLoadDown(s.calcGroupSharesFP(cq))
+}
+
 // updateCfsGroup is update_cfs_group(): recompute a group entity's weight.
+// The kernel compares the fixed-point result with se->load.weight, so a
+// change below one weight unit still runs reweight_entity() (and, on
+// 6.13..6.18.44, its placement of curr).
 func (s *sim) updateCfsGroup(se int32) {
 	e := &s.ents[se]
 	if e.my < 0 || (s.anyQuota && s.throttledHierarchy(e.my)) {
 		return
 	}
-	if w := s.calcGroupShares(e.my); w != e.weight {
-		s.reweightEntity(e.rq, se, w)
+	if e.weightFP == 0 {
+		e.weightFP = e.weight << loadShift
+	}
+	if w := s.calcGroupSharesFP(e.my); w != e.weightFP {
+		e.weightFP = w
+		s.reweightEntity(e.rq, se, scaleLoadDown(w))
 	}
 }
 

@@ -480,3 +480,52 @@ func TestCFSBuddies(t *testing.T) {
 		t.Errorf("root next buddy se%d after a task of g slept, want g's entity se%d", g.rqs[g.cpus[0].root].next, ge)
 	}
 }
+
+// calc_group_shares() computes a group entity's weight with tg->shares
+// scale_load()ed (<< 10) and update_cfs_group() compares that fixed-point
+// value with se->load.weight (v6.1..v6.18), so a change of the group's load
+// worth less than one weight unit still runs reweight_entity(); on
+// 6.13..6.18.44 that places the running entity with itself counted
+// (reweightPlaceCurr) and moves its vruntime even though the weight the
+// vruntime arithmetic uses (scale_load_down()) is unchanged. The simulator
+// had compared whole weight units and skipped such reweights.
+func TestSubUnitSharesChangeReweights(t *testing.T) {
+	s := startedSim(t, Input{Node: Node{CPUs: 2, HZ: 250, Kernel: "6.18.44"}, DurationNs: 1e9, Seed: 1,
+		Groups: []Group{{Name: "g", Tasks: 2}, {Name: "h", Tasks: 2}}})
+	tg := &s.tgs[0]
+	var ge, cq int32 = -1, -1
+	for step := 0; step < 200 && ge < 0; step++ {
+		s.end = s.now + 1_000_000
+		s.loop()
+		for c := range s.cpus {
+			root := &s.rqs[s.cpus[c].root]
+			if e := tg.se[c]; root.curr == e && root.nr > 1 {
+				ge, cq = e, tg.rq[c]
+			}
+		}
+	}
+	if ge < 0 {
+		t.Fatal("group g's entity never ran with another entity queued beside it")
+	}
+	s.updateCfsGroup(ge) // settle on the current inputs
+	e := &s.ents[ge]
+	w, fp := e.weight, e.weightFP
+	// Move tg->load_avg by a tenth of a load unit: the fixed-point shares
+	// change, the weight in whole units does not.
+	tg.loadAvg -= 0.1
+	if got := s.calcGroupSharesFP(cq); got == fp || got>>loadShift != fp>>loadShift {
+		t.Fatalf("fixed-point shares %d -> %d: the nudge should move them within one weight unit", fp, got)
+	}
+	s.updateCurr(e.rq)
+	v := e.vruntime
+	s.updateCfsGroup(ge)
+	if e.weight != w {
+		t.Fatalf("weight %d -> %d, want it unchanged", w, e.weight)
+	}
+	if e.weightFP == fp {
+		t.Errorf("se->load.weight (fixed point) still %d: update_cfs_group() did not reweight", fp)
+	}
+	if e.vruntime == v {
+		t.Errorf("curr's vruntime unchanged (%d): reweight_entity()'s placement of curr did not run", v)
+	}
+}

@@ -21,8 +21,9 @@ var prioToWeight = [40]int64{
 
 const (
 	nice0Load       = 1024
-	weightIdlePrio  = 3 // WEIGHT_IDLEPRIO
-	minShares       = 2 // MIN_SHARES (as seen through scale_load_down)
+	weightIdlePrio  = 3  // WEIGHT_IDLEPRIO
+	minShares       = 2  // MIN_SHARES (unscaled, as calc_group_shares() clamps the fixed-point shares)
+	loadShift       = 10 // SCHED_FIXEDPOINT_SHIFT: scale_load() on 64-bit
 	maxShares       = 1 << 18
 	idleMinGranNs   = 750_000 // sysctl_sched_idle_min_granularity (CFS)
 	defaultProbeRun = 2_000
@@ -82,6 +83,7 @@ type entity struct {
 	vruntime  int64
 	deadline  int64 // EEVDF virtual deadline
 	weight    int64 // load.weight (NICE_0 = 1024)
+	weightFP  int64 // a group entity's load.weight as the kernel keeps it (scale_load()ed); 0 until first computed
 	slice     int64 // EEVDF request size (base or custom slice)
 	sumExec   int64
 	invWeight uint32 // WMULT_CONST / weight
