@@ -132,6 +132,9 @@ func run(ctx context.Context, stdout, stderr io.Writer, f *runFlags, args []stri
 			k := cal.Constants
 			fmt.Fprintf(stderr, "calibration window: timer %.1f µs, idle exit %.1f µs, wake-up %.1f µs, context switch %.1f µs, background load %.1f%% (other processes %.2f CPUs)\n",
 				us(k.TimerExpiryNs), us(k.IdleExitNs), us(k.WakeupNs), us(k.CtxSwitchNs), 100*cal.BackgroundLoad, cal.NoiseCPU)
+			if k.TimerArmCPUNs > 0 {
+				fmt.Fprintf(stderr, "calibration window: a timer sleep's CPU leaves %.1f µs for arming the timer beyond the switch and the wake-up\n", us(k.TimerArmCPUNs))
+			}
 			if q := k.TimerExpiryQuantilesNs; len(q) == 7 {
 				fmt.Fprintf(stderr, "calibration window: timer p5..p99 %.1f %.1f %.1f %.1f %.1f %.1f %.1f µs (each wake-up draws its path from these)\n",
 					us(q[0]), us(q[1]), us(q[2]), us(q[3]), us(q[4]), us(q[5]), us(q[6]))

@@ -48,8 +48,13 @@ type Raw struct {
 	// BusyTimerLate: the same with a SCHED_IDLE thread spinning on the
 	// sleeper's CPU (no idle exit; the wake-up preempts the spinner).
 	BusyTimerLate int64
-	// TimerCPU: the sleeper's CPU time per sleep on the idle CPU.
+	// TimerCPU: the sleeper's CPU time per sleep on the idle CPU (its
+	// sleeps are ordinary Go system calls: for the record only).
 	TimerCPU int64
+	// BusyTimerCPU: the sleeper's CPU time per 1 ms sleep on a busy CPU
+	// (a mean, see timerSleepCPU), the sleeps made with raw system calls as the workload's
+	// loop makes them (timerSleepCPU). 0 when not measured.
+	BusyTimerCPU int64
 	// LocalWakeLate: from a pipe write to the reader running, both threads
 	// on one CPU (the waker blocks in its read right after).
 	LocalWakeLate int64
@@ -82,13 +87,20 @@ type Raw struct {
 // comes out at or below zero is recorded as 1 ns (the API reads 0 as "the
 // simulator's default").
 //
-// The CPU time per wake-up (WakeupCPUNs, TimerArmCPUNs) stays the
-// simulator's default: the window's threads are ordinary Go threads, and
-// the runtime's own work around each blocking system call (handing the P
-// over and taking it back) is charged to them — the window measured 45-57
-// µs of thread CPU per timer sleep where the workload's probe, which leaves
-// the Go scheduler for its loop, uses about 15 µs. TimerCPU and
-// LocalMessage are kept in Raw for the record.
+// The CPU a timer sleep costs its task: the simulator charges a woken
+// task CtxSwitchNs + WakeupCPUNs, and TimerArmCPUNs more when a timer
+// woke it (simengine switchIn). BusyTimerCPU is that whole cycle on a busy
+// CPU, so TimerArmCPUNs is what it leaves beyond the context switch and
+// the simulator's default WakeupCPUNs (which stays: the pipe paths are
+// timed through ordinary Go system calls, whose runtime work around each
+// call is charged to the thread). How much CPU a LatencyProbe uses per
+// wake-up sets how far its vruntime moves beside hogs, and so how often a
+// hog still holds its slice protection when the probe wakes: in the
+// simulator, 2, 6 and 10 µs of probe work per wake-up on this node's
+// probe-hogs layout gave 0.010, 0.014 and 0.017 of the wake-ups beyond
+// 1 ms with autogroup off. This node measured 11-14 µs per sleep (a
+// timer arm of 2.6-5.2 µs against the 3 µs default) at a load of 9.
+// TimerCPU and LocalMessage are kept in Raw for the record.
 func (r Raw) Constants() v1alpha1.NodeConstants {
 	pos := func(v int64) int64 { return max(v, 1) }
 	ctx := pos(r.LocalWakeLate)
@@ -100,6 +112,9 @@ func (r Raw) Constants() v1alpha1.NodeConstants {
 	}
 	if r.RemoteWakeLate > 0 {
 		c.WakeupNs = pos(r.RemoteWakeLate - idleExit - ctx)
+	}
+	if r.BusyTimerCPU > 0 {
+		c.TimerArmCPUNs = pos(r.BusyTimerCPU - ctx - simengine.DefaultConstants().WakeupCPUNs)
 	}
 	// The spreads: the simulator pays every term of a wake-up's path at
 	// one level u, so each term's quantile function is the difference of

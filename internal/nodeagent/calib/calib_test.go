@@ -29,6 +29,24 @@ func TestConstantsFromRaw(t *testing.T) {
 	}
 }
 
+// A timer sleep's CPU on a busy CPU is the context switch, the simulator's
+// default CPU per wake-up (2 µs) and the timer's arm: the arm is what is
+// left; unmeasured, the default stays.
+func TestTimerArmCPUFromRaw(t *testing.T) {
+	r := Raw{IdleTimerLate: 60_000, BusyTimerLate: 45_000, LocalWakeLate: 6_000, BusyTimerCPU: 18_000}
+	if c := r.Constants(); c.TimerArmCPUNs != 10_000 || c.WakeupCPUNs != 0 {
+		t.Errorf("18 µs per sleep, 6 µs switch: timerArmCPUNs %d, wakeupCPUNs %d; want 10000 and 0 (the default)", c.TimerArmCPUNs, c.WakeupCPUNs)
+	}
+	r.BusyTimerCPU = 7_000
+	if c := r.Constants(); c.TimerArmCPUNs != 1 {
+		t.Errorf("7 µs per sleep, 6 µs switch: timerArmCPUNs %d, want 1 (not told from zero)", c.TimerArmCPUNs)
+	}
+	r.BusyTimerCPU = 0
+	if c := r.Constants(); c.TimerArmCPUNs != 0 {
+		t.Errorf("not measured: timerArmCPUNs %d, want 0 (the default)", c.TimerArmCPUNs)
+	}
+}
+
 // With the paths' quantiles, each term's spread is the difference of the
 // paths' quantiles at the same level, so a busy-CPU timer wake-up (timer
 // expiry plus switch) has the measured busy path's quantiles again.

@@ -26,6 +26,9 @@ func TestMeasureThisNode(t *testing.T) {
 			t.Errorf("%s %d ns: want a wake-up path's duration, 0 to 5 ms", name, v)
 		}
 	}
+	if r.BusyTimerCPU <= 0 || r.BusyTimerCPU >= 1_000_000 {
+		t.Errorf("busy timer sleep CPU %d ns: want a sleep's system call and switch, more than 0 and less than the 1 ms sleep", r.BusyTimerCPU)
+	}
 	if r.LocalMessage < r.LocalWakeLate/2 {
 		t.Errorf("a local message took %d ns of wall time but its wake-up %d ns: the ping-pong is not timed", r.LocalMessage, r.LocalWakeLate)
 	}
