@@ -27,6 +27,7 @@ func (r *SchedExperimentReconciler) calibrations(ctx context.Context, s *scope, 
 		err := r.Client.Get(ctx, types.NamespacedName{Namespace: r.Config.Namespace, Name: name}, cm)
 		switch {
 		case apierrors.IsNotFound(err):
+			r.legacyCalibration(ctx, s, sh, shape)
 			continue
 		case err != nil:
 			return nil, fmt.Errorf("reading calibration ConfigMap %s: %w", name, err)
@@ -40,4 +41,24 @@ func (r *SchedExperimentReconciler) calibrations(ctx context.Context, s *scope, 
 		out = append(out, c)
 	}
 	return out, nil
+}
+
+// legacyCalibration warns when a shape has no calibration under its name but
+// one is stored under the shape's older, shorter name ("2cpu-EEVDF", from
+// before names carried the kernel release, tick rate and preemption model):
+// that calibration may come from another kernel, so it is not used, and
+// schedlab calibrate names it anew.
+func (r *SchedExperimentReconciler) legacyCalibration(ctx context.Context, s *scope, sh v1alpha1.NodeShape, shape string) {
+	old := v1alpha1.ShapeName(sh.CPUs, sh.Scheduler)
+	if old == shape {
+		return
+	}
+	name := experiment.CalibrationConfigMapName(old)
+	cm := &corev1.ConfigMap{}
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: r.Config.Namespace, Name: name}, cm); err != nil {
+		return
+	}
+	s.event(corev1.EventTypeWarning, "CalibrationUnderOldName", "Analyze", fmt.Sprintf(
+		"Shape %s is predicted uncalibrated: ConfigMap %s/%s holds a calibration under the older name %s, which does not say the kernel, tick rate or preemption model it was measured with; run schedlab calibrate on a node of this shape to store it as %s",
+		shape, cm.Namespace, name, old, experiment.CalibrationConfigMapName(shape)))
 }
