@@ -21,13 +21,14 @@ import (
 // no duration is given: a grid multiplies the cost of one prediction by its
 // points, and the steady-state metrics a capacity question bounds (cpu,
 // p99 wakeup latency, deadline misses) settle within a couple of seconds of
-// simulated time on small shapes. Not on every shape: on the capacity
-// sample's 64-CPU node with 112 web pods the fraction of wake-ups beyond
-// 2 ms grows from 0.7 % in the first two seconds after the warmup to 8 %
-// six seconds later (the tasks end up unevenly spread over the CPUs: the
-// hogs got 0.80-0.90 CPU each early, 0.41-1.00 then),
-// so a 2 s answer there is the early state's. The warmup is capped at
-// DefaultSweepWarmup.
+// simulated time. On the capacity sample's 64-CPU node with 112 web pods
+// the fraction of wake-ups beyond 2 ms is 0.02 % in the first two seconds
+// after the warmup and 0.05-0.08 % in windows from 6.5 s to 32 s (six
+// seeds each); it grew to 8 % while the simulator's flat machine scanned
+// its whole LLC for an idle CPU at every wake-up (no SIS_UTIL limit). A
+// single 2 s window still sees one placement of the tasks, which the
+// balancer changes about once a second, so seeds differ. The warmup is
+// capped at DefaultSweepWarmup.
 const (
 	DefaultSweepWindow = 2 * time.Second
 	DefaultSweepWarmup = 500 * time.Millisecond
