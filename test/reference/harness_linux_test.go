@@ -71,6 +71,9 @@ func newNode(t *testing.T) *node {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: makes cgroups, moves processes, sets autogroup")
 	}
+	if testing.Short() {
+		t.Skip("-short: compares the workers with reference tools on the real kernel for minutes")
+	}
 	fsys := host.NewFS("/")
 	state := t.TempDir()
 	id := fmt.Sprintf("ref-%d-%d", os.Getpid(), time.Now().UnixNano()%1e6)
@@ -702,7 +705,11 @@ func measureLatencyRounds(t *testing.T, n *node, cprobe string, interval time.Du
 	root := n.cg.RootProcs()
 	for round := range 2 * *rounds {
 		var load procs
-		load.start(t, root, true, "/bin/sh", "-c", "for i in 1 2 3 4 5 6; do sh -c 'while :; do :; done' & done; wait")
+		// The spinners are the session leader's children: each dies with
+		// it (setpriv --pdeathsig), and the leader with this test
+		// (Pdeathsig), so a test killed at its timeout leaves no load
+		// behind (one did, six spinners for 19 minutes).
+		load.start(t, root, true, "/bin/sh", "-c", "P=; command -v setpriv >/dev/null && P='setpriv --pdeathsig KILL'; for i in 1 2 3 4 5 6; do $P sh -c 'while :; do :; done' & done; wait")
 		// The probe, cyclictest and the C probe sleep at phases
 		// round, round+1 and round+2 of probePhasesUs.
 		var phaseUs [3]int64
