@@ -378,4 +378,42 @@ spec:
 		t.Errorf("%d seeds, more than MaxSweepReplicas (%d)", p.Replicas, MaxSweepReplicas)
 	}
 	t.Logf("p99 %v [%v, %v] with %d seeds; %v [%v, %v] with %d", first.Values[0], first.Low[0], first.High[0], first.Replicas, p.Values[0], p.Low[0], p.High[0], p.Replicas)
+	// The limit 5 % above the interval's upper end: met, but within
+	// NearLimitMargin, so the point runs more seeds as well.
+	near := first.High[0] * 1.05
+	exp.Spec.Constraints[0].Max = &near
+	sh, err = RunSweep(context.Background(), &exp.Spec, exp.Spec.Simulation.Nodes, SweepOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := sh.Results[1]; p.Replicas <= DefaultReplicas {
+		t.Errorf("limit %v, 5 %% above the interval [%v, %v]: %d seeds, want more than %d", near, first.Low[0], first.High[0], p.Replicas, DefaultReplicas)
+	}
+}
+
+// nearLimit: an interval across a limit, or ending within NearLimitMargin
+// of a limit it meets, on either kind of constraint.
+func TestNearLimit(t *testing.T) {
+	cols := []SweepColumn{{Group: "web", Metric: "wakeupLatencyUs.p99"}}
+	f := func(v float64) *float64 { return &v }
+	for _, c := range []struct {
+		lo, hi   float64
+		max, min *float64
+		want     bool
+	}{
+		{1000, 2100, f(2000), nil, true},  // straddles
+		{1000, 1834, f(2000), nil, true},  // met, 8 % below the limit
+		{1000, 1790, f(2000), nil, false}, // met, 10.5 % below
+		{2001, 2500, f(2000), nil, false}, // broken at both ends
+		{900, 1500, nil, f(1000), true},   // straddles a minimum
+		{1050, 1500, nil, f(1000), true},  // met, 5 % above the minimum
+		{1150, 1500, nil, f(1000), false}, // met, 15 % above
+		{500, 990, nil, f(1000), false},   // broken
+	} {
+		cs := []v1alpha1.Constraint{{Group: "web", Metric: "wakeupLatencyUs.p99", Max: c.max, Min: c.min}}
+		res := SweepJobResult{Values: []float64{(c.lo + c.hi) / 2}, Low: []float64{c.lo}, High: []float64{c.hi}}
+		if got := nearLimit(cs, cols, &res); got != c.want {
+			t.Errorf("[%v, %v] against max %v min %v: nearLimit = %v, want %v", c.lo, c.hi, c.max, c.min, got, c.want)
+		}
+	}
 }
