@@ -194,7 +194,11 @@ func (s *sim) armRunEnd(c int32) {
 	if rem < 0 {
 		rem = 0
 	}
-	if t.kind == patServer && s.eevdf {
+	// A Server or PingPong worker spins by reading its thread's CPU clock
+	// (the agent's spinCPU; the plain programs of docs/wakeup-heavy-groups.md
+	// alike), and each read runs update_curr() of its queue
+	// (clockReadSliceEnd).
+	if (t.kind == patServer || t.kind == patPingPong) && s.eevdf {
 		rem = min(rem, s.clockReadSliceEnd(t.se))
 	}
 	s.setRunEnd(c, s.now+s.unscaleExec(rem))

@@ -341,7 +341,7 @@ func (s *sim) serviceDone(ti int32) {
 	sv.idle = append(sv.idle, ti)
 }
 
-// clockReadSliceEnd is the CPU time after which running Server worker
+// clockReadSliceEnd is the CPU time after which running Server or PingPong worker
 // entity se uses up its EEVDF request. The agent's worker runs its service
 // by reading its thread's CPU clock in a loop (spinCPU), and every
 // clock_gettime(CLOCK_THREAD_CPUTIME_ID) of a running task goes through
