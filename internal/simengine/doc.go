@@ -21,9 +21,10 @@
 //     when autogroup is on) a cfs_rq and a group entity on every CPU.
 //     Group entity weights follow calc_group_shares() with PELT load averages
 //     (32-period half-life, 1024 µs periods, changes published to the task
-//     group when above 1/64, as update_tg_load_avg() does), or the full
-//     shares on every CPU when the simulator-only feature SMP_FAIR_GROUPS is
-//     off.
+//     group when above 1/64, as update_tg_load_avg() does), computed and
+//     compared in fixed point (scale_load()ed tg->shares) as
+//     update_cfs_group() does, or the full shares on every CPU when the
+//     simulator-only feature SMP_FAIR_GROUPS is off.
 //   - Weights: sched_prio_to_weight for nice, cgroup v2 weight → shares,
 //     SCHED_IDLE and cpu.idle groups at weight 3 with the idle-preemption
 //     rules, SCHED_BATCH without wakeup preemption.
@@ -127,6 +128,9 @@
 //   - h_nr_running does not count delayed (DELAY_DEQUEUE) tasks, as
 //     h_nr_runnable does from v6.13, so a CPU holding only delayed tasks
 //     counts as idle for wakeup placement and balancing.
-//   - PingPong: the waker blocks right after the wakeup, so a wakeup onto
-//     the waker's own CPU (WF_SYNC) does not preempt it.
+//   - PingPong: a message is read, spin, write; the wakee may preempt the
+//     writer on its way back from write() (it reads when it runs again),
+//     and the spin, which reads the thread's CPU clock, runs update_curr()
+//     of the worker's queue at the end of its request as a Server's does;
+//     between those the simulator does not model the clock reads.
 package simengine
