@@ -453,7 +453,21 @@ spec:
     autogroup: Disabled
 `, name, priority))
 	}
-	command(t, profile("chart-first", 10), kubectl(), "--kubeconfig", kubeconfig, "create", "-f", "-")
+	// The API server may refuse objects for a moment after the policy
+	// lands, until its informer for the param kind has synced ("paramKind
+	// ... not yet synced to use for admission", seen on a quiet machine
+	// 1.8 s into the test): create the first profile once that has passed.
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		out, err := kc(profile("chart-first", 10), "create", "-f", "-")
+		if err == nil {
+			break
+		}
+		if !strings.Contains(err.Error()+string(out), "not yet synced") || time.Now().After(deadline) {
+			t.Fatalf("creating the first profile: %v %s", err, out)
+		}
+		t.Logf("the policy's param kind is not synced yet; creating the first profile again")
+		time.Sleep(200 * time.Millisecond)
+	}
 	t.Cleanup(func() {
 		_, _ = kc(nil, "delete", "--ignore-not-found", "schedprofile", "chart-first", "chart-higher", "chart-tie")
 	})
