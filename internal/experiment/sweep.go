@@ -488,6 +488,13 @@ const NearLimitMargin = 0.1
 // nearLimit reports whether a point's interval straddles a constraint's
 // limit or ends, on the side that meets it, within NearLimitMargin of it.
 func nearLimit(cs []v1alpha1.Constraint, cols []SweepColumn, res *SweepJobResult) bool {
+	return limitWithin(cs, cols, res, NearLimitMargin)
+}
+
+// limitWithin reports whether a point meets a constraint at one end of its
+// interval and, at the other end, breaks it or comes within margin (a
+// fraction of the limit) of it.
+func limitWithin(cs []v1alpha1.Constraint, cols []SweepColumn, res *SweepJobResult, margin float64) bool {
 	if len(res.Low) == 0 {
 		return false
 	}
@@ -497,10 +504,10 @@ func nearLimit(cs []v1alpha1.Constraint, cols []SweepColumn, res *SweepJobResult
 				continue
 			}
 			lo, hi := res.Low[i], res.High[i]
-			if m := c.Max; m != nil && lo <= *m && hi > *m-NearLimitMargin*math.Abs(*m) {
+			if m := c.Max; m != nil && lo <= *m && hi > *m-margin*math.Abs(*m) {
 				return true
 			}
-			if m := c.Min; m != nil && hi >= *m && lo < *m+NearLimitMargin*math.Abs(*m) {
+			if m := c.Min; m != nil && hi >= *m && lo < *m+margin*math.Abs(*m) {
 				return true
 			}
 		}
@@ -536,24 +543,7 @@ func summarizeSweepPoint(res *SweepJobResult, cols []SweepColumn, byGroup map[st
 // straddles reports whether a constraint's limit lies inside a point's
 // interval: the point meets it at one end and breaks it at the other.
 func straddles(cs []v1alpha1.Constraint, cols []SweepColumn, res *SweepJobResult) bool {
-	if len(res.Low) == 0 {
-		return false
-	}
-	for _, c := range cs {
-		for i, x := range cols {
-			if x.Group != c.Group || x.Metric != string(c.Metric) || i >= len(res.Low) {
-				continue
-			}
-			lo, hi := res.Low[i], res.High[i]
-			if c.Max != nil && lo <= *c.Max && hi > *c.Max {
-				return true
-			}
-			if c.Min != nil && hi >= *c.Min && lo < *c.Min {
-				return true
-			}
-		}
-	}
-	return false
+	return limitWithin(cs, cols, res, 0)
 }
 
 func axisNames(axes []SweepAxis) []string {

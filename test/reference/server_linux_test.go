@@ -194,7 +194,13 @@ func TestServerThroughputAndErlangC(t *testing.T) {
 			}
 			row("Server", c.name, "schedlab Server", round+1, "mean response ms", mean*1e3,
 				fmt.Sprintf("%s for the %.1f µs of CPU per request; p50 %.0f p99 %.0f µs; run delay %.1f µs per request", model, s*1e6, float64(lat.Quantile(0.5))/1e3, float64(lat.Quantile(0.99))/1e3, delay*1e6))
-			if math.Abs(float64(done-arr)) > 6 {
+			// Completions trail arrivals by the requests in the system at
+			// the window's end, less those at its start. At M/M/2 with
+			// utilisation 0.52 (1000/s, 1 ms) seven or more are in the
+			// system about 1 % of the time (3017 of 3024 was seen in a
+			// clean-clone CI run), thirteen or more about 0.03 %: 12
+			// leaves a lost request in 250 to fail.
+			if math.Abs(float64(done-arr)) > 12 {
 				t.Errorf("%s: %d completed of %d arrivals below saturation", c.name, done, arr)
 			}
 			if c.p.Arrivals == v1alpha1.ArrivalsPeriodic {

@@ -79,11 +79,18 @@ func applySched(tid int, nice *int, policy string, sliceNs int64) error {
 
 // applySchedAllThreads applies the attributes to every thread of this
 // process, so that threads the Go runtime starts later inherit them
-// whichever thread clones them. Threads are listed until no new one shows.
+// whichever thread clones them.
 func applySchedAllThreads(nice *int, policy string, sliceNs int64) error {
 	if nice == nil && policy == "" && sliceNs == 0 {
 		return nil
 	}
+	return forEachThread(func(tid int) error { return applySched(tid, nice, policy, sliceNs) })
+}
+
+// forEachThread runs apply on every thread of this process, listing the
+// threads until no new one shows (a thread may start meanwhile). A thread
+// that exited meanwhile (ESRCH) is skipped.
+func forEachThread(apply func(tid int) error) error {
 	done := map[int]bool{}
 	for range 5 {
 		ents, err := os.ReadDir("/proc/self/task")
@@ -97,7 +104,7 @@ func applySchedAllThreads(nice *int, policy string, sliceNs int64) error {
 				continue
 			}
 			fresh = true
-			if err := applySched(tid, nice, policy, sliceNs); err != nil {
+			if err := apply(tid); err != nil {
 				if errors.Is(err, unix.ESRCH) {
 					continue // the thread exited meanwhile
 				}
@@ -126,34 +133,17 @@ func applyAffinityAllThreads(cpus []int32) error {
 		}
 		set.Set(int(c))
 	}
-	done := map[int]bool{}
-	for range 5 {
-		ents, err := os.ReadDir("/proc/self/task")
-		if err != nil {
-			return fmt.Errorf("listing threads: %w", err)
+	return forEachThread(func(tid int) error {
+		if err := unix.SchedSetaffinity(tid, &set); err != nil {
+			return fmt.Errorf("sched_setaffinity(%d, CPUs %v): %w (a CPU this node has not online, or a cpuset that excludes it)", tid, cpus, err)
 		}
-		fresh := false
-		for _, e := range ents {
-			tid, err := strconv.Atoi(e.Name())
-			if err != nil || done[tid] {
-				continue
-			}
-			fresh = true
-			if err := unix.SchedSetaffinity(tid, &set); err != nil {
-				return fmt.Errorf("sched_setaffinity(%d, CPUs %v): %w (a CPU this node has not online, or a cpuset that excludes it)", tid, cpus, err)
-			}
-			var got unix.CPUSet
-			if err := unix.SchedGetaffinity(tid, &got); err != nil {
-				return fmt.Errorf("sched_getaffinity(%d): %w", tid, err)
-			}
-			if got != set {
-				return fmt.Errorf("thread %d: set CPUs %v, the kernel keeps %d of them", tid, cpus, got.Count())
-			}
-			done[tid] = true
+		var got unix.CPUSet
+		if err := unix.SchedGetaffinity(tid, &got); err != nil {
+			return fmt.Errorf("sched_getaffinity(%d): %w", tid, err)
 		}
-		if !fresh {
-			return nil
+		if got != set {
+			return fmt.Errorf("thread %d: set CPUs %v, the kernel keeps %d of them", tid, cpus, got.Count())
 		}
-	}
-	return nil
+		return nil
+	})
 }
