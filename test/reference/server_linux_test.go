@@ -131,9 +131,13 @@ func TestServerOpenLoopUnderAStall(t *testing.T) {
 		want := (stall - L).Seconds() * 1000
 		row("Server", "1000/s Periodic, 100 µs, 2 workers, 300 ms SIGSTOP", "schedlab Server", 1, fmt.Sprintf("requests slower than %v", L), float64(slower), fmt.Sprintf("open loop: %.0f (stall %v); noise %.2f CPUs", want, stall.Round(time.Millisecond), noise))
 		// The backlog (300 requests of 100 µs on 2 workers) drains in
-		// ~15 ms, so a few requests more pass each bound; on a busy machine
-		// the drain takes longer.
-		if float64(slower) < 0.9*want-5 || float64(slower) > want+30+100*noise {
+		// ~15 ms at best, so a few requests more pass each bound: 16-17
+		// more at 50 ms in most runs, 31 in one clean-clone CI run on a
+		// quiet machine (282 for 251), as the resumed workers wake and
+		// get their CPUs back. 60 more is a 60 ms drain, four times the
+		// best; a generator that counted the stall twice, or from when it
+		// ran (coordinated omission: one or two), is far outside.
+		if float64(slower) < 0.9*want-5 || float64(slower) > want+60+100*noise {
 			t.Errorf("%d requests slower than %v after a %v stall at 1000/s, want ≈%.0f (every arrival of the stall's first %v)", slower, L, stall, want, stall-L)
 		}
 	}
