@@ -145,6 +145,26 @@ func pin(cpu int) error {
 	return nil
 }
 
+// onPinnedThread runs f on a new goroutine pinned (pin) to cpu and returns
+// what it returns. The goroutine ends with its thread locked: the runtime
+// then ends the thread, and its slack and affinity with it.
+func onPinnedThread[T any](cpu int, f func() T) (T, error) {
+	type out struct {
+		v   T
+		err error
+	}
+	res := make(chan out, 1)
+	go func() {
+		if err := pin(cpu); err != nil {
+			res <- out{err: err}
+			return
+		}
+		res <- out{v: f()}
+	}()
+	o := <-res
+	return o.v, o.err
+}
+
 func now() int64 {
 	var ts unix.Timespec
 	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
@@ -241,16 +261,8 @@ func timerLateness(cpu, n int, busy bool) (late int64, q []int64, cpuPer int64, 
 		late, cpu int64
 		q         []int64
 		quiet     float64
-		err       error
 	}
-	res := make(chan out, 1)
-	go func() {
-		// The goroutine ends with its thread locked: the runtime then ends
-		// the thread, and its slack and affinity with it.
-		if err := pin(cpu); err != nil {
-			res <- out{err: err}
-			return
-		}
+	o, err := onPinnedThread(cpu, func() out {
 		lates := make([]int64, 0, n)
 		quietLates := make([]int64, 0, n)
 		rd := newRunDelay()
@@ -290,10 +302,9 @@ func timerLateness(cpu, n int, busy bool) (late int64, q []int64, cpuPer int64, 
 			o.q = quantiles(lates)
 		}
 		o.late = median(lates)
-		res <- o
-	}()
-	o := <-res
-	return o.late, o.q, o.cpu, o.quiet, o.err
+		return o
+	})
+	return o.late, o.q, o.cpu, o.quiet, err
 }
 
 // timerSleepCPU is the thread CPU time one 1 ms timer sleep costs the
@@ -323,17 +334,7 @@ func timerSleepCPU(cpu, n int) (int64, error) {
 	if r := <-ready; r.err != nil {
 		return 0, r.err
 	}
-	type out struct {
-		cpu int64
-		err error
-	}
-	res := make(chan out, 1)
-	go func() {
-		// Ends locked: the runtime ends the thread with its slack and affinity.
-		if err := pin(cpu); err != nil {
-			res <- out{err: err}
-			return
-		}
+	return onPinnedThread(cpu, func() int64 {
 		reads := make([]int64, 0, n)
 		for i := 0; i < n; i++ {
 			c0 := rawThreadCPU()
@@ -353,10 +354,8 @@ func timerSleepCPU(cpu, n int) (int64, error) {
 		for _, v := range kept {
 			sum += v
 		}
-		res <- out{cpu: max(sum/int64(len(kept))-median(reads), 1)}
-	}()
-	o := <-res
-	return o.cpu, o.err
+		return max(sum/int64(len(kept))-median(reads), 1)
+	})
 }
 
 // rawThreadCPU is the calling thread's CPU clock through a raw system call.
