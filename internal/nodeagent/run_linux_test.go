@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -66,7 +67,10 @@ func opts(t *testing.T, id string) Options {
 	}
 	// Other tests on this machine may be running the agent too: wait for
 	// the node lock rather than fail.
-	return Options{StateDir: t.TempDir(), RunID: fmt.Sprintf("%s-%d", id, os.Getpid()), WorkerBinary: exe, LockWait: 10 * time.Minute}
+	// One state directory for every run of these tests, as an agent has: a
+	// test binary killed at its timeout leaves its journal there, and the
+	// next run's agent restores it first (Run calls RecoverJournal).
+	return Options{StateDir: filepath.Join(os.TempDir(), "schedlab-nodeagent-tests"), RunID: fmt.Sprintf("%s-%d", id, os.Getpid()), WorkerBinary: exe, LockWait: 10 * time.Minute}
 }
 
 func checkNoWorkers(t *testing.T, st *v1alpha1.NodeRunStatus) {

@@ -75,11 +75,20 @@ func newNode(t *testing.T) *node {
 		t.Skip("-short: compares the workers with reference tools on the real kernel for minutes")
 	}
 	fsys := host.NewFS("/")
-	state := t.TempDir()
+	// One state directory for every run of this package, as an agent has:
+	// a run killed at its timeout (no cleanup runs then) leaves its journal
+	// there, and the next run restores what it changed before anything else.
+	state := filepath.Join(os.TempDir(), "schedlab-reference-tests")
 	id := fmt.Sprintf("ref-%d-%d", os.Getpid(), time.Now().UnixNano()%1e6)
 	lock, err := host.AcquireLock(fsys, state, id, 10*time.Minute)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if recs, err := host.RecoverJournal(fsys, state, logr.Discard()); err != nil {
+		lock.Release()
+		t.Fatalf("restoring what an earlier, killed run of these tests changed: %v", err)
+	} else if len(recs) > 0 {
+		t.Logf("restored %d changes an earlier, killed run of these tests left: %v", len(recs), recs)
 	}
 	caps, err := host.Detect(fsys)
 	if err != nil {
