@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -30,7 +31,7 @@ type runFlags struct {
 	manifest                   manifestFlag
 	out                        outputFormat
 	outputDir, stateDir, runID string
-	calibration                string
+	calibration, replay        string
 	restoreOnly, verbose       bool
 	noCalibrationWindow        bool
 	wait                       time.Duration
@@ -71,6 +72,7 @@ machine's capabilities and the predictions only, and exits 1.
 	fs.StringVar(&f.runID, "run-id", "", "run id: names the cgroups schedlab/<id>/… (default local-<time>)")
 	fs.StringVar(&f.calibration, "calibration", "", "calibration file (from schedlab calibrate) for this machine's shape, used by the predictions")
 	fs.BoolVar(&f.noCalibrationWindow, "no-calibration-window", false, "skip the calibration window (about a second before the first window that measures this machine's wake-up path for the predictions); predict with the simulator's default constants")
+	fs.StringVar(&f.replay, "replay", "", "measure nothing: take the node's measurements from noderun.json of an earlier run's --output-dir and predict them again with this build's simulator (no root needed)")
 	fs.BoolVar(&f.restoreOnly, "restore-only", false, "only restore what an earlier run left in --state-dir's journal, then exit")
 	fs.BoolVarP(&f.verbose, "verbose", "v", false, "log what the agent does (stderr)")
 	fs.DurationVar(&f.wait, "wait", 0, "wait this long for another run on this machine to finish (default: fail at once, naming it)")
@@ -101,25 +103,32 @@ func run(ctx context.Context, stdout, stderr io.Writer, f *runFlags, args []stri
 	if err := host.Validate(spec); err != nil {
 		return invalidInput(err)
 	}
-	if os.Geteuid() != 0 {
+	var st *v1alpha1.NodeRunStatus
+	var runErr error
+	switch {
+	case f.replay != "":
+		if st, err = loadNodeRun(f.replay, spec); err != nil {
+			return invalidInput(fmt.Errorf("--replay: %w", err))
+		}
+	case os.Geteuid() != 0:
 		return unprivileged(stdout, stderr, exp, f)
-	}
-
-	var bar *progressBar
-	if isTerminal(stderr) {
-		bar = &progressBar{w: stderr, start: time.Now()}
-		opts.Progress = bar.update
-		defer bar.finish()
-	}
-	st, runErr := nodeagent.Run(ctx, spec, opts)
-	if bar != nil {
-		bar.finish()
-	}
-	if st.Capabilities == nil {
-		return runErr
+	default:
+		var bar *progressBar
+		if isTerminal(stderr) {
+			bar = &progressBar{w: stderr, start: time.Now()}
+			opts.Progress = bar.update
+			defer bar.finish()
+		}
+		st, runErr = nodeagent.Run(ctx, spec, opts)
+		if bar != nil {
+			bar.finish()
+		}
+		if st.Capabilities == nil {
+			return runErr
+		}
+		summarize(stderr, st)
 	}
 	caps := st.Capabilities
-	summarize(stderr, st)
 
 	hostname, _ := os.Hostname()
 	results := experiment.Aggregate(spec, []v1alpha1.NodeRun{{Spec: v1alpha1.NodeRunSpec{NodeName: hostname}, Status: *st}})
@@ -299,9 +308,18 @@ func (p *progressBar) finish() {
 }
 
 // writeReport writes report.json (the printed JSON), the charts that answer
-// the experiment's objectives (PNG and SVG) and report.md embedding them.
+// the experiment's objectives (PNG and SVG), report.md embedding them, and
+// noderun.json: the node's run status (capabilities, calibration window,
+// measured windows), which --replay predicts again.
 func writeReport(dir string, spec *v1alpha1.SchedExperimentSpec, name string, rep *experiment.Report, st *v1alpha1.NodeRunStatus) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	nb, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "noderun.json"), append(nb, '\n'), 0o644); err != nil {
 		return err
 	}
 	fh, err := os.Create(filepath.Join(dir, "report.json"))
@@ -340,3 +358,29 @@ func writeReport(dir string, spec *v1alpha1.SchedExperimentSpec, name string, re
 }
 
 func us(ns int64) float64 { return float64(ns) / 1e3 }
+
+// loadNodeRun reads a node's run status written by run --output-dir
+// (noderun.json) and checks that it measured spec's variants.
+func loadNodeRun(path string, spec *v1alpha1.SchedExperimentSpec) (*v1alpha1.NodeRunStatus, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var st v1alpha1.NodeRunStatus
+	if err := json.Unmarshal(b, &st); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if st.Capabilities == nil || len(st.Windows) == 0 {
+		return nil, fmt.Errorf("%s has no capabilities or no windows: give the noderun.json that run --output-dir wrote", path)
+	}
+	known := map[string]bool{}
+	for _, v := range spec.Variants {
+		known[v.Name] = true
+	}
+	for _, w := range st.Windows {
+		if !known[w.Variant] {
+			return nil, fmt.Errorf("%s measured variant %q, which the experiment does not have: give the experiment file the run measured", path, w.Variant)
+		}
+	}
+	return &st, nil
+}

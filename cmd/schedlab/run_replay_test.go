@@ -1,0 +1,90 @@
+package main
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/schedlab/schedlab/api/v1alpha1"
+	"github.com/schedlab/schedlab/internal/experiment"
+)
+
+// testdata/weights-noderun.json is the noderun.json a run of the weights
+// sample wrote on a 2-CPU 6.18 node: --replay predicts it again without
+// root and without measuring, and shows the stored measurements.
+func TestRunReplay(t *testing.T) {
+	sample := filepath.Join("..", "..", "config", "samples", "weights-100-200-400.yaml")
+	stored := filepath.Join("testdata", "weights-noderun.json")
+	st, err := loadNodeRun(stored, &mustLoad(t, sample).Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := runCLI(t, "run", "--replay", stored, "-f", sample, "-o", "json")
+	if r.code != 0 {
+		t.Fatalf("replay failed: %v", r)
+	}
+	var rep experiment.Report
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, r.stdout)
+	}
+	if len(rep.Variants) != 1 || len(rep.Variants[0].Groups) != 3 {
+		t.Fatalf("want one variant of three groups: %s", r.stdout)
+	}
+	for _, g := range rep.Variants[0].Groups {
+		var sum float64
+		n := 0
+		for _, w := range st.Windows {
+			for _, wg := range w.Groups {
+				if wg.Name == g.Name {
+					sum += wg.Metrics.CPU
+					n++
+				}
+			}
+		}
+		if g.Measured == nil || g.Predicted == nil || n == 0 {
+			t.Fatalf("%s: measured %v, predicted %v, %d stored windows", g.Name, g.Measured, g.Predicted, n)
+		}
+		if m := sum / float64(n); math.Abs(g.Measured.CPU-m) > 1e-9 {
+			t.Errorf("%s: measured %.4f, the stored windows' mean is %.4f", g.Name, g.Measured.CPU, m)
+		}
+		// The stored run's predictions (weights 1:2:4 on 2 CPUs, 2.0 %
+		// of the CPUs taken by others): 0.330, 0.659, 0.988.
+		if g.Predicted.CPU < 0.3 || g.Predicted.CPU > 1.01 {
+			t.Errorf("%s: predicted %.3f CPU", g.Name, g.Predicted.CPU)
+		}
+	}
+	if !strings.Contains(r.stderr, "calibration window: timer") {
+		t.Errorf("the stored calibration window is not shown:\n%s", r.stderr)
+	}
+
+	// A status of another experiment is refused, naming the flag.
+	other := writeFile(t, "other.yaml", strings.Replace(string(mustRead(t, sample)), "name: stock", "name: tuned", 1))
+	r = runCLI(t, "run", "--replay", stored, "-f", other)
+	if r.code == 0 || !strings.Contains(r.stderr, "--replay") || !strings.Contains(r.stderr, `"stock"`) {
+		t.Errorf("replay against another experiment: %v", r)
+	}
+	if _, err := loadNodeRun(writeFile(t, "empty.json", "{}"), &mustLoad(t, sample).Spec); err == nil {
+		t.Error("an empty status was accepted")
+	}
+}
+
+func mustLoad(t *testing.T, file string) *v1alpha1.SchedExperiment {
+	t.Helper()
+	exp, err := loadExperiment(&manifestFlag{file: file}, nil, "to replay")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return exp
+}
+
+func mustRead(t *testing.T, file string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
