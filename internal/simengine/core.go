@@ -194,14 +194,24 @@ func (s *sim) armRunEnd(c int32) {
 	if rem < 0 {
 		rem = 0
 	}
-	// A Server or PingPong worker spins by reading its thread's CPU clock
-	// (the agent's spinCPU; the plain programs of docs/wakeup-heavy-groups.md
-	// alike), and each read runs update_curr() of its queue
-	// (clockReadSliceEnd).
-	if (t.kind == patServer || t.kind == patPingPong) && s.eevdf {
+	// A Server, PingPong, Periodic or Burst worker spins by reading its
+	// thread's CPU clock (the agent's spinCPU; the plain programs of
+	// docs/wakeup-heavy-groups.md alike), and each read runs update_curr()
+	// of its queue (clockReadSliceEnd). A Hog never reads it, and a
+	// LatencyProbe does no spinning (its 2 µs of modelled work is the
+	// recording of its sample).
+	if s.eevdf && readsCPUClock(t.kind) {
 		rem = min(rem, s.clockReadSliceEnd(t.se))
 	}
 	s.setRunEnd(c, s.now+s.unscaleExec(rem))
+}
+
+// readsCPUClock says whether a worker of pattern kind k spins its work by
+// reading its thread's CPU clock: clock_gettime(CLOCK_THREAD_CPUTIME_ID) in
+// a loop (the agent's spinCPU() for the Server, PingPong, Periodic and
+// Burst patterns).
+func readsCPUClock(k uint8) bool {
+	return k == patServer || k == patPingPong || k == patPeriodic || k == patBurst
 }
 
 // runEnd handles the end of a CPU burst of the task running on c.

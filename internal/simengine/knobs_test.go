@@ -220,8 +220,13 @@ func TestPeriodicDeadlineMisses(t *testing.T) {
 // Migration cost: an idle CPU pulls waiting tasks (new-idle balancing,
 // skipped when the CPU expects to idle for less than the migration cost, and
 // skipping tasks that ran within it, task_hot()). With a zero cost the four
-// CPUs stay busier and the bursty tasks wait less than when every task
-// counts as cache hot (-1).
+// CPUs stay busier than when every task counts as cache hot (-1): seeds 1–6
+// gave 3.84–3.87 CPUs against 3.77–3.80. The bursty tasks' mean wait no
+// longer tells the two apart: they read their CPU clock while they spin
+// (readsCPUClock), so tasks queued on a busy CPU take turns in 0.7 ms
+// requests either way (seeds 1–6: 815–871 µs with the zero cost, 802–837
+// µs always hot; before the clock reads were modelled for Burst, 902–990
+// against 971–1062).
 func TestMigrationCostEffect(t *testing.T) {
 	run := func(mc int64) (float64, float64) {
 		r := mustRun(t, Input{Node: Node{CPUs: 4}, Knobs: Knobs{MigrationCostNs: mc}, DurationNs: 3e9, WarmupNs: 5e8, Seed: 1,
@@ -234,7 +239,7 @@ func TestMigrationCostEffect(t *testing.T) {
 	}
 	uz, lz := run(MigrationCostZero)
 	uh, lh := run(-1)
-	if uz < uh+0.04 || lz >= lh {
-		t.Errorf("migration cost 0: utilization %.3f CPUs, mean latency %.0f µs; always hot: %.3f, %.0f µs; want the zero cost busier and faster", uz, lz, uh, lh)
+	if uz < uh+0.04 {
+		t.Errorf("migration cost 0: utilization %.3f CPUs, mean latency %.0f µs; always hot: %.3f, %.0f µs; want the zero cost busier by 0.04 CPU or more", uz, lz, uh, lh)
 	}
 }

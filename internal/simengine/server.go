@@ -341,9 +341,10 @@ func (s *sim) serviceDone(ti int32) {
 	sv.idle = append(sv.idle, ti)
 }
 
-// clockReadSliceEnd is the CPU time after which running Server or PingPong worker
-// entity se uses up its EEVDF request. The agent's worker runs its service
-// by reading its thread's CPU clock in a loop (spinCPU), and every
+// clockReadSliceEnd is the CPU time after which the running entity se of a
+// worker that reads its CPU clock (readsCPUClock) uses up its EEVDF
+// request. The agent's worker runs its work by reading its thread's CPU
+// clock in a loop (spinCPU), and every
 // clock_gettime(CLOCK_THREAD_CPUTIME_ID) of a running task goes through
 // task_sched_runtime() → update_curr_fair() → update_curr() of the task's
 // own cfs_rq (kernel/sched/core.c, fair.c, v6.6–v6.18): the request's end

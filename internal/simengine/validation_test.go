@@ -340,3 +340,41 @@ func TestCFSAutogroupProtectsInteractiveTask(t *testing.T) {
 		t.Errorf("probe p99 own session %.0f µs vs hogs' session %.0f µs: want the own session far lower", own, same)
 	}
 }
+
+// EEVDF, one CPU, HZ 100 (a 10 ms tick), a hog beside a worker that spins
+// its work by reading its CPU clock (the agent's spinCPU():
+// clock_gettime(CLOCK_THREAD_CPUTIME_ID) runs task_sched_runtime() →
+// update_curr() of its queue, core.c/fair.c v6.6–v6.18). A worker that
+// wakes with no lag (placed at V, beside an eligible hog) sees the end of
+// its first 0.7 ms request at once: update_deadline() reschedules, the hog
+// is picked and runs to the next tick, where the worker, now owed that
+// time, runs the rest of its 4 ms through and sleeps with a positive lag,
+// so its next run is not split. About every second run is switched out.
+// Seen only at the tick, the request's end splits a run only when a tick
+// falls inside it (none for the Periodic, whose runs lie between ticks).
+func TestSpinningWorkersSeeRequestEnd(t *testing.T) {
+	for _, p := range []Pattern{
+		{Type: Periodic, RunNs: 4e6, PeriodNs: 40e6},
+		{Type: Burst, MeanRunNs: 4e6, MeanSleepNs: 36e6},
+	} {
+		t.Run(string(p.Type), func(t *testing.T) {
+			r := mustRun(t, Input{
+				Node: Node{CPUs: 1, HZ: 100, Kernel: "6.18"},
+				Groups: []Group{
+					{Name: "hog", Tasks: 1, Session: "s"},
+					{Name: "worker", Tasks: 1, Session: "s", Pattern: p},
+				},
+				DurationNs: 4e9, WarmupNs: 5e8, Seed: 1,
+			})
+			m := group(t, r, "worker").Metrics
+			runs := m.CtxSwitchesPerSec.Voluntary
+			perRun := m.CtxSwitchesPerSec.Involuntary / runs
+			t.Logf("%s: %.1f runs/s, %.2f involuntary switches per run, cpu %.3f", p.Type, runs, perRun, m.CPU)
+			// Seen: 0.50 (Periodic) and 0.65 (Burst); at the tick alone
+			// 0.00 and 0.17.
+			if perRun < 0.35 {
+				t.Errorf("%.2f involuntary switches per 4 ms run: the request's end was not seen when the worker read its clock", perRun)
+			}
+		})
+	}
+}
