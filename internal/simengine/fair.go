@@ -78,18 +78,26 @@ func (s *sim) enqueueTree(cq, se int32) {
 	r := &s.rqs[cq]
 	e := &s.ents[se]
 	v := e.vruntime
-	n := treeNode{v: v, d: e.deadline, slice: e.slice, seq: s.seq, se: se}
-	s.seq++
 	// Insertion from the right end: the nodes after the new one move up
 	// as they are compared. Most queues hold zero to a few entities, and
 	// the shift costs as much as the search would.
-	t := append(r.tree, n)
+	t := r.tree
+	if len(t) == cap(t) {
+		t = append(t, treeNode{})
+	} else {
+		t = t[:len(t)+1]
+	}
 	j := len(t) - 1
 	for j > 0 && t[j-1].v > v {
 		t[j] = t[j-1]
 		j--
 	}
-	t[j] = n
+	// The node's fields are written in place: a treeNode built on the
+	// stack and copied is read back with 16-byte loads that span its
+	// 8-byte stores, which the CPU cannot forward (a stall per enqueue).
+	n := &t[j]
+	n.v, n.d, n.slice, n.seq, n.se = v, e.deadline, e.slice, s.seq, se
+	s.seq++
 	r.tree = t
 	r.avgSum += (v - r.minV) * e.weight
 	r.avgLoad += e.weight
@@ -139,8 +147,6 @@ func (s *sim) treeMove(cq int32, i int, se int32) {
 	e := &s.ents[se]
 	t := r.tree
 	lo := treeUpper(t, e.vruntime)
-	n := treeNode{v: e.vruntime, d: e.deadline, slice: e.slice, seq: s.seq, se: se}
-	s.seq++
 	if lo > i {
 		// Moves right: the old node counted among those <= v.
 		lo--
@@ -152,7 +158,9 @@ func (s *sim) treeMove(cq int32, i int, se int32) {
 			t[j] = t[j-1]
 		}
 	}
-	t[lo] = n
+	n := &t[lo] // in place, as in enqueueTree
+	n.v, n.d, n.slice, n.seq, n.se = e.vruntime, e.deadline, e.slice, s.seq, se
+	s.seq++
 	r.avgSum += (e.vruntime - r.minV) * e.weight
 	r.avgLoad += e.weight
 	r.leftmost, r.leftV = t[0].se, t[0].v
@@ -215,6 +223,9 @@ func (s *sim) entitySlice(se int32) int64 {
 			return e.slice
 		}
 		return s.baseSlice
+	}
+	if !s.sliceVaries {
+		return s.baseSlice // see sim.sliceVaries
 	}
 	m := s.minSlice(e.my)
 	if m == never {
@@ -778,7 +789,9 @@ func (s *sim) enqueueTask(ti int32, flags int) {
 			if !requeued {
 				s.updateRqLoad(cq)
 				s.updateCfsGroup(se)
-				s.propagateSlice(se)
+				if s.groupSlice {
+					s.propagateSlice(se)
+				}
 			}
 			r := &s.rqs[cq]
 			r.hNr++
@@ -896,7 +909,9 @@ func (s *sim) dequeueEntities(se int32, flags int, one, idle int32) bool {
 			if dequeued {
 				s.updateRqLoad(cq)
 				s.updateCfsGroup(se)
-				s.propagateSlice(se)
+				if s.groupSlice {
+					s.propagateSlice(se)
+				}
 			}
 			r := &s.rqs[cq]
 			r.hNr -= one

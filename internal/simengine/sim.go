@@ -285,8 +285,16 @@ type sim struct {
 	// vprot: kernelRules.vprot on EEVDF (the v6.17 slice protection).
 	vprot bool
 	// groupSlice: EEVDF of v6.12 and later, where a queued group entity's
-	// slice follows the smallest slice below it (propagateSlice).
+	// slice follows the smallest slice below it (propagateSlice), on an
+	// input where some task's slice varies.
 	groupSlice bool
+	// sliceVaries: some task has a custom slice other than the base slice.
+	// Without one every queued entity's slice is the base slice
+	// (placeEntity and updateDeadline give tasks the base slice, and a
+	// group entity the smallest slice queued below it), so
+	// cfs_rq_min_slice() of a non-empty queue is the base slice and
+	// propagateSlice has nothing to do.
+	sliceVaries bool
 	// normBaseSlice is normalized_sysctl_sched_base_slice: the base slice
 	// divided by the CPU-count factor (the NO_RUN_TO_PARITY quantum).
 	normBaseSlice int64
@@ -648,6 +656,13 @@ func (s *sim) build() {
 			}
 		}
 	}
+	for i := range s.tasks {
+		if e := &s.ents[s.tasks[i].se]; e.customSlice && e.slice != s.baseSlice {
+			s.sliceVaries = true
+			break
+		}
+	}
+	s.groupSlice = s.groupSlice && s.sliceVaries
 }
 
 // newTaskGroup creates a task group with a cfs_rq and a group entity per CPU
