@@ -191,6 +191,14 @@ func (s *sim) armRunEnd(c int32) {
 		return
 	}
 	rem := t.workEnd - s.ents[t.se].sumExec
+	if t.kind == patPingPong && t.pingPhase != pingWork {
+		// The write() runs on from the last update_curr() uncommitted
+		// (runEnd), and the read() follows it at once; neither reads the
+		// clock.
+		rem -= s.scaleExec(s.now - s.rqs[s.ents[t.se].rq].currStart)
+		s.setRunEnd(c, s.now+s.unscaleExec(max(rem, 0)))
+		return
+	}
 	if rem < 0 {
 		rem = 0
 	}
@@ -218,6 +226,17 @@ func readsCPUClock(k uint8) bool {
 func (s *sim) runEnd(c int32) {
 	ti := s.cpus[c].curr
 	t := &s.tasks[ti]
+	if t.kind == patPingPong && t.pingPhase == pingWrite {
+		// A PingPong write(): no clock read, so no update_curr(); the
+		// wake-up at its end sees curr's vruntime as of the last one
+		// (burstDone).
+		if s.ents[t.se].sumExec+s.scaleExec(s.now-s.rqs[s.ents[t.se].rq].currStart) < t.workEnd {
+			s.armRunEnd(c)
+			return
+		}
+		s.burstDone(ti)
+		return
+	}
 	s.updateCurr(s.ents[t.se].rq)
 	if s.ents[t.se].sumExec < t.workEnd {
 		s.armRunEnd(c)
@@ -272,7 +291,12 @@ func (s *sim) addHNr(ti int32, d int32) {
 func (s *sim) requeueDelayedEntity(se int32) {
 	cq := s.ents[se].rq
 	r := &s.rqs[cq]
-	s.updateCurr(cq)
+	// No update_curr() first (v6.12..v6.18): update_entity_lag() and
+	// place_entity() below see curr's vruntime as of its last update.
+	// The wake-up preemption check that follows runs update_curr(), so a
+	// waker that ran since then (a PingPong writer's write(), from its
+	// last clock read to the wake-up) moves past the wakee placed at that
+	// stale average and is no longer eligible: the wakee preempts it.
 	s.updateRqLoad(cq)
 	if s.feat.delayZero {
 		s.updateEntityLag(cq, se)

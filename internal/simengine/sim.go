@@ -180,10 +180,11 @@ type task struct {
 	running     bool
 	vNormalized bool // CFS: vruntime is relative (kernel: after migrate/non-sleep dequeue)
 	pendingWake bool
-	// readPending: PingPong, preempted on its way back from write() by
-	// the partner it woke; its read() comes when it runs again.
-	readPending bool
-	floorIdx    uint8 // level of the wake-up path's costs for the current wake-up (drawFloor)
+	// pingPhase: PingPong, where the task is in its message: its work
+	// (pingWork), the write() that wakes the partner (pingWrite) or the
+	// read() that waits for the reply (pingRead).
+	pingPhase uint8
+	floorIdx  uint8 // level of the wake-up path's costs for the current wake-up (drawFloor)
 
 	workEnd     int64 // sumExec at which the current CPU burst completes
 	wakeAt      int64 // when the task should have run (for latency), -1 if none

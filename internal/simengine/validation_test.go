@@ -172,6 +172,14 @@ func TestWeightedGroupsTwoCPUs(t *testing.T) {
 // published EEVDF result. CFS places a waking task at min_vruntime minus
 // half of sched_latency (GENTLE_FAIR_SLEEPERS): the sleeper preempts and
 // gets close to everything it asks for, ≈ 50/50.
+//
+// The kernel adds one credit of its own to EEVDF's 1/3: a sleeper that
+// blocked while not eligible is left queued (DELAY_DEQUEUE) and its timer
+// wakes it through ttwu_runnable() -> requeue_delayed_entity(), which runs
+// no update_curr() (v6.12..v6.18): its lag is taken, and it is placed,
+// against the hog's vruntime as of the hog's last update (its last tick,
+// here up to 1 ms back), and the preemption check's update_curr() then
+// moves the hog past it. 0.366 with that rule, 0.333 without it.
 func TestSleeperFairness(t *testing.T) {
 	in := func(sch Scheduler) Input {
 		return Input{
@@ -185,8 +193,8 @@ func TestSleeperFairness(t *testing.T) {
 		}
 	}
 	e := mustRun(t, in(EEVDF))
-	near(t, "EEVDF hog share", group(t, e, "hog").Metrics.Share, 2.0/3, 0.03)
-	near(t, "EEVDF half share", group(t, e, "half").Metrics.Share, 1.0/3, 0.03)
+	near(t, "EEVDF hog share", group(t, e, "hog").Metrics.Share, 1-0.366, 0.02)
+	near(t, "EEVDF half share", group(t, e, "half").Metrics.Share, 0.366, 0.02)
 	c := mustRun(t, in(CFS))
 	near(t, "CFS half share", group(t, c, "half").Metrics.Share, 0.5, 0.06)
 	if d := group(t, c, "half").Metrics.Share - group(t, e, "half").Metrics.Share; d < 0.08 {

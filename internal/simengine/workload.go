@@ -15,6 +15,31 @@ func (s *sim) expDraw(t *task, mean int64) int64 {
 	return d
 }
 
+// pingWriteNs is the CPU time of a PingPong worker from the last clock
+// read of its spin (an update_curr(), see clockReadSliceEnd) to the
+// try_to_wake_up() of its partner inside write(): the loop's exit, the
+// system call entry and pipe_write(). Traced on the 2-CPU 6.18.44 node
+// (sched_waking against the writer's last clock_gettime exit, raw_syscalls
+// events, 2 December 2026): 1-2 µs at the trace's 1 µs resolution, with
+// the tracing's own cost in it.
+const pingWriteNs = 1_000
+
+// pingReadNs is the CPU time of a PingPong worker from the wake-up of its
+// partner to the dequeue when read() blocks (or to the return of read()
+// with the reply there): the rest of pipe_write(), the system call's exit
+// and the read()'s entry, pipe_read(), schedule() up to
+// deactivate_task(). The same trace: 1-2 µs from sched_waking to the
+// writer's sched_switch. WakeupCPUNs (charged when the task is switched in)
+// keeps the return from the blocking read() and schedule() on the way in.
+const pingReadNs = 1_000
+
+// The phases of a PingPong message (task.pingPhase).
+const (
+	pingWork uint8 = iota
+	pingWrite
+	pingRead
+)
+
 func (s *sim) pingRun(t *task) int64 {
 	if t.pat.RunNs > 0 {
 		return t.pat.RunNs
@@ -84,38 +109,49 @@ func (s *sim) burstDone(ti int32) {
 		s.blockTask(ti)
 		s.armTimer(ti, next)
 	case patPingPong:
-		if t.readPending {
-			// Back on the CPU after the preemption: the read(). Its
-			// work on the reply comes after it, whether the reply was
-			// already there or wakes it later.
-			t.readPending = false
+		switch t.pingPhase {
+		case pingWork:
+			// The work is done at a clock read of the spin, an
+			// update_curr() (runEnd); the write() that wakes the
+			// partner runs pingWriteNs past it, uncommitted.
+			t.pingPhase = pingWrite
+			t.workEnd = se.sumExec + pingWriteNs
+			s.armRunEnd(t.cpu)
+		case pingWrite:
+			if inWin {
+				t.ops++
+			}
+			// try_to_wake_up() inside write(), WF_SYNC. The writer's
+			// vruntime is as of its last clock read: a partner left
+			// delayed on this queue is placed against that stale
+			// average (requeue_delayed_entity() runs no update_curr()),
+			// and the preemption check's update_curr() then moves the
+			// writer past it. WF_SYNC does not spare the waker that
+			// check (ttwu_do_activate() and ttwu_runnable() call
+			// wakeup_preempt() for every wake-up, v6.1..v6.18).
+			exec := se.sumExec + s.scaleExec(s.now-s.rqs[se.rq].currStart)
+			t.pingPhase = pingRead
+			t.workEnd = exec + pingReadNs
+			s.wakeTask(t.partner, t.cpu, true)
+			if s.cpus[t.cpu].needResched && s.cpus[t.cpu].curr == ti {
+				// Preempted on its way back from write(): switched out
+				// still runnable; the read() comes when it runs again.
+				return
+			}
+			s.armRunEnd(t.cpu)
+		case pingRead:
+			// read(): it blocks until the reply comes, or the reply is
+			// there (a wake-up came while the task ran) and read()
+			// returns at once. Either way the work on the reply follows.
+			t.pingPhase = pingWork
 			t.workEnd = se.sumExec + s.pingRun(t)
 			s.blockTask(ti)
 			if t.state == tsQueued {
+				// The return from read() that a blocked reader pays when
+				// it is switched back in (WakeupCPUNs, switchIn).
+				t.workEnd += s.scaleExec(s.wakeCPUNs)
 				s.armRunEnd(t.cpu)
 			}
-			return
-		}
-		if inWin {
-			t.ops++
-		}
-		t.workEnd = se.sumExec + s.pingRun(t)
-		// write() to the partner's pipe wakes it (WF_SYNC), then read()
-		// blocks until the reply arrives. WF_SYNC does not spare the
-		// waker the wake-up preemption check (ttwu_do_activate() calls
-		// wakeup_preempt() for every wake-up, v6.1..v6.18): when the
-		// partner preempts it, the writer is switched out on its return
-		// from write(), still runnable, and reads when it runs again.
-		s.wakeTask(t.partner, t.cpu, true)
-		if s.cpus[t.cpu].needResched && s.cpus[t.cpu].curr == ti {
-			t.readPending = true
-			t.workEnd = se.sumExec
-			return
-		}
-		s.blockTask(ti)
-		if t.state == tsQueued {
-			// The reply was already there: keep running.
-			s.armRunEnd(t.cpu)
 		}
 	case patServer:
 		s.serviceDone(ti)
