@@ -132,5 +132,9 @@
 //     writer on its way back from write() (it reads when it runs again),
 //     and the spin, which reads the thread's CPU clock, runs update_curr()
 //     of the worker's queue at the end of its request as a Server's does;
-//     between those the simulator does not model the clock reads.
+//     between those the simulator does not model the clock reads. The
+//     write() runs a fixed 1 µs past the last clock read before it wakes
+//     the partner and the read() 1 µs before it blocks (the node's trace);
+//     a partner woken from delay is placed against that stale vruntime
+//     (requeue_delayed_entity() runs no update_curr(), v6.12..v6.18).
 package simengine
