@@ -140,6 +140,18 @@ type WorkerInvariants struct {
 	SideSwitches int64 `json:"sideSwitches"`
 }
 
+// NoiseSource is a process that used CPU during a window without being
+// part of the workload.
+type NoiseSource struct {
+	// name is the process's command name (comm, at most 15 characters).
+	// +kubebuilder:validation:MaxLength=64
+	Name string `json:"name"`
+	// pid of the process on the node.
+	PID int32 `json:"pid"`
+	// cpu is the CPUs it used over the window (1.0 = one whole CPU).
+	CPU float64 `json:"cpu"`
+}
+
 // WindowResult is one variant × repetition measured on a node.
 type WindowResult struct {
 	// variant name.
@@ -160,6 +172,14 @@ type WindowResult struct {
 	// noiseCPU is the CPUs used by everything but the workload.
 	// +optional
 	NoiseCPU float64 `json:"noiseCPU,omitempty"`
+	// noiseSources are the processes outside the workload that used the
+	// most CPU during the window (at least 0.01 CPU each, the most first):
+	// who the noise was. A process that ended within the window is not
+	// among them, though its CPU is in noiseCPU.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=3
+	NoiseSources []NoiseSource `json:"noiseSources,omitempty"`
 	// perturbed is set when, in every attempt, some group's workers broke
 	// their invariants (see WorkerInvariants): work threads that slept more
 	// than their pattern asks (beyond one switch per task per 10 s), or

@@ -238,7 +238,11 @@ func summarize(w io.Writer, st *v1alpha1.NodeRunStatus) {
 		case win.Unsupported != "":
 			fmt.Fprintf(w, "variant %s, repetition %d: unsupported here: %s\n", win.Variant, win.Repetition, win.Unsupported)
 		case win.Noisy:
-			fmt.Fprintf(w, "variant %s, repetition %d: noisy (%.2f CPUs used by other processes, after %d attempts)\n", win.Variant, win.Repetition, win.NoiseCPU, win.Attempts)
+			who := ""
+			if len(win.NoiseSources) > 0 {
+				who = "; the most: " + nodeagent.FormatNoiseSources(win.NoiseSources)
+			}
+			fmt.Fprintf(w, "variant %s, repetition %d: noisy (%.2f CPUs used by other processes, after %d attempts%s)\n", win.Variant, win.Repetition, win.NoiseCPU, win.Attempts, who)
 		}
 		if win.Perturbed {
 			fmt.Fprintf(w, "variant %s, repetition %d: perturbed by its own workers (after %d attempts): %s\n", win.Variant, win.Repetition, win.Attempts, win.PerturbedReason)

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -376,6 +378,72 @@ func TestRunPanicRestores(t *testing.T) {
 	}
 	if after := nodeState(t); after != before {
 		t.Errorf("node changed:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+	checkNoWorkers(t, st)
+}
+
+// TestRunNamesNoiseSources: a spinner started beside the workload, outside
+// it, is named as the window's noise with the CPU it took, and no worker is.
+func TestRunNamesNoiseSources(t *testing.T) {
+	needRoot(t)
+	if testing.Short() {
+		t.Skip("-short: measures a window on the real kernel")
+	}
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip(err)
+	}
+	// The process's name (comm) is the name it was executed by.
+	spinner := filepath.Join(t.TempDir(), "noise-spinner")
+	if err := os.Symlink(sh, spinner); err != nil {
+		t.Fatal(err)
+	}
+	// timeout(1) ends it should this test die first (a parent-death
+	// signal would come with the end of the OS thread that started it,
+	// which the Go runtime may retire mid-test); its process group ends it
+	// when the test does.
+	cmd := exec.Command("timeout", "60", spinner, "-c", "while :; do :; done")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Skipf("timeout(1): %v", err)
+	}
+	defer func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() }()
+	spec := &v1alpha1.SchedExperimentSpec{
+		Duration: metav1.Duration{Duration: 2 * time.Second},
+		Warmup:   &metav1.Duration{Duration: 200 * time.Millisecond},
+		Variants: []v1alpha1.Variant{{Name: "base"}},
+		Workload: v1alpha1.Workload{Groups: []v1alpha1.Group{{Name: "g", Pattern: hog()}}},
+	}
+	o := opts(t, "noise")
+	o.MaxAttempts = 1
+	st, err := Run(context.Background(), spec, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := st.Windows[0]
+	t.Logf("noise %.3f CPUs: %s", w.NoiseCPU, FormatNoiseSources(w.NoiseSources))
+
+	found := false
+	for _, n := range w.NoiseSources {
+		if n.Name == "noise-spinner" {
+			found = true
+			// One spinner beside one hog: it had a CPU to itself, less
+			// what the rest of the machine took.
+			if n.CPU < 0.3 || n.CPU > 1.05 {
+				t.Errorf("the spinner took %.3f CPUs, want about one", n.CPU)
+			}
+			if n.CPU > w.NoiseCPU+0.05 {
+				t.Errorf("the spinner's %.3f CPUs exceed the window's noise %.3f", n.CPU, w.NoiseCPU)
+			}
+		}
+		// The hog worker takes about a CPU: named as noise, it would be
+		// the only other source this large.
+		if n.Name != "noise-spinner" && n.CPU > 0.5 {
+			t.Errorf("%+v named as noise: a worker?", n)
+		}
+	}
+	if !found {
+		t.Errorf("the spinner is not among the noise sources %+v (noise %.3f CPUs)", w.NoiseSources, w.NoiseCPU)
 	}
 	checkNoWorkers(t, st)
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"sort"
 	"strings"
 	"time"
 
@@ -87,19 +89,19 @@ func (r *runner) progress(what string) {
 // perturbed (the workers broke their invariants), up to MaxAttempts.
 func (r *runner) measure(ctx context.Context, v *v1alpha1.Variant, rep int, settings []host.Setting, res *v1alpha1.WindowResult) error {
 	for attempt := 1; attempt <= r.opts.MaxAttempts; attempt++ {
-		groups, noise, perturbed, err := r.window(ctx, settings, rep)
+		groups, noise, sources, perturbed, err := r.window(ctx, settings, rep)
 		if err != nil {
 			return err
 		}
 		res.Attempts = int32(attempt)
-		res.Groups, res.NoiseCPU = groups, noise
+		res.Groups, res.NoiseCPU, res.NoiseSources = groups, noise, sources
 		res.Noisy = noise > r.opts.NoiseThreshold
 		res.Perturbed, res.PerturbedReason = perturbed != "", perturbed
 		if !res.Noisy && !res.Perturbed {
 			return nil
 		}
 		if res.Noisy {
-			r.log.Info("Noisy window", "variant", v.Name, "repetition", rep, "attempt", attempt, "noiseCPU", noise, "threshold", r.opts.NoiseThreshold)
+			r.log.Info("Noisy window", "variant", v.Name, "repetition", rep, "attempt", attempt, "noiseCPU", noise, "threshold", r.opts.NoiseThreshold, "sources", FormatNoiseSources(sources))
 		}
 		if res.Perturbed {
 			r.log.Info("Perturbed window", "variant", v.Name, "repetition", rep, "attempt", attempt, "reason", perturbed)
@@ -111,25 +113,25 @@ func (r *runner) measure(ctx context.Context, v *v1alpha1.Variant, rep int, sett
 // window applies the knobs, creates the cgroups, starts the workload, waits
 // for the warmup, measures one window and puts everything back, whatever
 // happens.
-func (r *runner) window(ctx context.Context, settings []host.Setting, rep int) (groups []v1alpha1.GroupMeasurement, noise float64, perturbed string, err error) {
+func (r *runner) window(ctx context.Context, settings []host.Setting, rep int) (groups []v1alpha1.GroupMeasurement, noise float64, sources []v1alpha1.NoiseSource, perturbed string, err error) {
 	defer func() {
 		if rerr := r.ch.Restore(); rerr != nil {
 			err = errors.Join(err, fmt.Errorf("restoring after the window: %w", rerr))
 		}
 	}()
 	if err := r.ch.Apply(settings); err != nil {
-		return nil, 0, "", err
+		return nil, 0, nil, "", err
 	}
 	var replicas []host.Replica
 	if r.cg != nil {
 		if replicas, err = r.cg.Create(r.ch, r.opts.RunID, r.spec.Workload.Groups); err != nil {
-			return nil, 0, "", err
+			return nil, 0, nil, "", err
 		}
 	}
 	r.windows++
 	wid := fmt.Sprintf("%s.%d", r.opts.RunID, r.windows)
 	if err := r.ch.NoteWorkers(r.opts.RunID + "."); err != nil {
-		return nil, 0, "", err
+		return nil, 0, nil, "", err
 	}
 	wspec := workload.Spec{Tasks: tasks(r.spec, replicas, rep), WorkerBinary: r.opts.WorkerBinary, RunID: wid}
 	// Package workload opens these files itself: give it their paths as
@@ -144,7 +146,7 @@ func (r *runner) window(ctx context.Context, settings []host.Setting, rep int) (
 	}
 	set, err := workload.Start(ctx, wspec)
 	if err != nil {
-		return nil, 0, "", err
+		return nil, 0, nil, "", err
 	}
 	defer func() {
 		if serr := set.Stop(); serr != nil {
@@ -156,32 +158,37 @@ func (r *runner) window(ctx context.Context, settings []host.Setting, rep int) (
 		warm = r.spec.Warmup.Duration
 	}
 	if err := sleep(ctx, warm); err != nil {
-		return nil, 0, "", err
+		return nil, 0, nil, "", err
 	}
 
 	// The node and cgroup counters are read inside the workload's window
 	// (opening and closing it takes a while with many workers on a busy
 	// node), and turned into rates over their own interval.
 	if err := set.Begin(); err != nil {
-		return nil, 0, "", err
+		return nil, 0, nil, "", err
 	}
 	before, err := r.sample(replicas)
 	if err != nil {
-		return nil, 0, "", err
+		return nil, 0, nil, "", err
 	}
 	if err := sleep(ctx, r.spec.Duration.Duration-time.Since(before.at)); err != nil {
-		return nil, 0, "", err
+		return nil, 0, nil, "", err
 	}
 	after, err := r.sample(replicas)
 	if err != nil {
-		return nil, 0, "", err
+		return nil, 0, nil, "", err
 	}
 	win, err := set.End()
 	if err != nil {
-		return nil, 0, "", err
+		return nil, 0, nil, "", err
 	}
 	groups, noise, perturbed = r.metrics(win, replicas, before, after)
-	return groups, noise, perturbed, nil
+	workers := map[int]bool{}
+	for _, pid := range set.PIDs() {
+		workers[pid] = true
+	}
+	sources = noiseSources(before.procs, after.procs, workers, after.at.Sub(before.at).Seconds())
+	return groups, noise, sources, perturbed, nil
 }
 
 func sleep(ctx context.Context, d time.Duration) error {
@@ -204,6 +211,7 @@ type sample struct {
 	busy  time.Duration
 	at    time.Time
 	usage map[string]time.Duration // replica dir → own CPU time (without child replicas)
+	procs map[int]procCPU          // every process's CPU time, by pid
 }
 
 func (r *runner) sample(replicas []host.Replica) (sample, error) {
@@ -219,6 +227,7 @@ func (r *runner) sample(replicas []host.Replica) (sample, error) {
 	c := st.CPUTotal
 	busy := c.User + c.Nice + c.System + c.IRQ + c.SoftIRQ + c.Steal
 	s.busy = time.Duration(busy * float64(time.Second))
+	s.procs = readProcCPU(pfs)
 	for _, rep := range replicas {
 		u, _, err := r.cg.Usage(rep.Dir)
 		if err != nil {
@@ -347,4 +356,83 @@ func tasks(spec *v1alpha1.SchedExperimentSpec, replicas []host.Replica, rep int)
 		}
 	}
 	return out
+}
+
+// procCPU is one process's CPU time (all its threads: utime + stime of
+// /proc/PID/stat) and identity at one instant.
+type procCPU struct {
+	name  string
+	start uint64 // start time in clock ticks after boot: tells a reused pid
+	cpu   time.Duration
+}
+
+// readProcCPU reads every process's CPU time. A process that ends while
+// it is read is left out; a node whose /proc cannot be listed gives none
+// (the noise is still measured as a whole, from /proc/stat).
+func readProcCPU(pfs procfs.FS) map[int]procCPU {
+	procs, err := pfs.AllProcs()
+	if err != nil {
+		return nil
+	}
+	out := make(map[int]procCPU, len(procs))
+	for _, p := range procs {
+		st, err := p.Stat()
+		if err != nil {
+			continue
+		}
+		out[p.PID] = procCPU{name: st.Comm, start: st.Starttime, cpu: time.Duration(st.CPUTime() * float64(time.Second))}
+	}
+	return out
+}
+
+const (
+	// maxNoiseSources is how many processes a window names as its noise.
+	maxNoiseSources = 3
+	// minNoiseSourceCPU is the least CPU a named noise source used.
+	minNoiseSourceCPU = 0.01
+)
+
+// noiseSources are the processes other than the workers that used the most
+// CPU between two samples wall seconds apart: at most maxNoiseSources, each
+// at least minNoiseSourceCPU, the most first. A process that began within
+// the window counts all its CPU time; one that ended within it is not seen.
+func noiseSources(before, after map[int]procCPU, workers map[int]bool, wall float64) []v1alpha1.NoiseSource {
+	if wall <= 0 {
+		return nil
+	}
+	var out []v1alpha1.NoiseSource
+	for pid, a := range after {
+		if workers[pid] {
+			continue
+		}
+		d := a.cpu
+		if b, ok := before[pid]; ok && b.start == a.start {
+			d -= b.cpu
+		}
+		cpu := d.Seconds() / wall
+		if cpu < minNoiseSourceCPU {
+			continue
+		}
+		out = append(out, v1alpha1.NoiseSource{Name: a.name, PID: int32(pid), CPU: math.Round(cpu*1000) / 1000})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].CPU != out[j].CPU {
+			return out[i].CPU > out[j].CPU
+		}
+		return out[i].PID < out[j].PID
+	})
+	if len(out) > maxNoiseSources {
+		out = out[:maxNoiseSources]
+	}
+	return out
+}
+
+// FormatNoiseSources writes a window's noise sources as
+// "kdamond.0 (pid 78) 0.080, go (pid 1234) 0.050", or "" when none.
+func FormatNoiseSources(ns []v1alpha1.NoiseSource) string {
+	parts := make([]string, len(ns))
+	for i, n := range ns {
+		parts[i] = fmt.Sprintf("%s (pid %d) %.3f", n.Name, n.PID, n.CPU)
+	}
+	return strings.Join(parts, ", ")
 }
