@@ -21,6 +21,7 @@ import (
 	"github.com/schedlab/schedlab/hack/demo/lab"
 	"github.com/schedlab/schedlab/hack/localcluster/cluster"
 	"github.com/schedlab/schedlab/internal/experiment"
+	"github.com/schedlab/schedlab/internal/nodeagent"
 	"github.com/schedlab/schedlab/internal/progress"
 )
 
@@ -146,8 +147,12 @@ func run(samplePath, reportDir string, timeout time.Duration, verbose bool) (err
 		for _, r := range runs.Items {
 			for _, w := range r.Status.Windows {
 				if w.Noisy {
-					fmt.Printf("    note: other processes used %.2f CPUs during a measurement window (the agent re-ran it %d times);\n"+
-						"          on a busy machine measured CPU is lower than predicted: run the demo on an idle machine\n", w.NoiseCPU, w.Attempts)
+					fmt.Printf("    note: other processes used %.2f CPUs during a measurement window (the agent re-ran it %d times)", w.NoiseCPU, w.Attempts)
+					if len(w.NoiseSources) > 0 {
+						fmt.Printf(", the most:\n          %s", nodeagent.FormatNoiseSources(w.NoiseSources))
+					}
+					fmt.Printf(";\n          the demo's own control plane runs on this machine too, and measured CPU is lower\n" +
+						"          than predicted by what the others took: on a busy machine, run the demo on an idle one\n")
 					return nil
 				}
 			}
