@@ -151,8 +151,8 @@ func run(samplePath, reportDir string, timeout time.Duration, verbose bool) (err
 					if len(w.NoiseSources) > 0 {
 						fmt.Printf(", the most:\n          %s", nodeagent.FormatNoiseSources(w.NoiseSources))
 					}
-					fmt.Printf(";\n          the demo's own control plane runs on this machine too, and measured CPU is lower\n" +
-						"          than predicted by what the others took: on a busy machine, run the demo on an idle one\n")
+					fmt.Printf(";\n          the demo's own control plane shares this machine; the prediction counts the CPU the\n" +
+						"          others took, but a busier machine moves the shares more: run the demo on an idle one\n")
 					return nil
 				}
 			}
