@@ -391,7 +391,7 @@ func TestRunNamesNoiseSources(t *testing.T) {
 	}
 	sh, err := exec.LookPath("sh")
 	if err != nil {
-		t.Skip(err)
+		t.Skipf("needs sh to run the spinner: %v", err)
 	}
 	// The process's name (comm) is the name it was executed by.
 	spinner := filepath.Join(t.TempDir(), "noise-spinner")
@@ -405,7 +405,7 @@ func TestRunNamesNoiseSources(t *testing.T) {
 	cmd := exec.Command("timeout", "60", spinner, "-c", "while :; do :; done")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
-		t.Skipf("timeout(1): %v", err)
+		t.Skipf("needs timeout(1) to bound the spinner: %v", err)
 	}
 	defer func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() }()
 	spec := &v1alpha1.SchedExperimentSpec{

@@ -89,22 +89,22 @@ func (r *runner) progress(what string) {
 // perturbed (the workers broke their invariants), up to MaxAttempts.
 func (r *runner) measure(ctx context.Context, v *v1alpha1.Variant, rep int, settings []host.Setting, res *v1alpha1.WindowResult) error {
 	for attempt := 1; attempt <= r.opts.MaxAttempts; attempt++ {
-		groups, noise, sources, perturbed, err := r.window(ctx, settings, rep)
+		m, err := r.window(ctx, settings, rep)
 		if err != nil {
 			return err
 		}
 		res.Attempts = int32(attempt)
-		res.Groups, res.NoiseCPU, res.NoiseSources = groups, noise, sources
-		res.Noisy = noise > r.opts.NoiseThreshold
-		res.Perturbed, res.PerturbedReason = perturbed != "", perturbed
+		res.Groups, res.NoiseCPU, res.NoiseSources = m.groups, m.noise, m.sources
+		res.Noisy = m.noise > r.opts.NoiseThreshold
+		res.Perturbed, res.PerturbedReason = m.perturbed != "", m.perturbed
 		if !res.Noisy && !res.Perturbed {
 			return nil
 		}
 		if res.Noisy {
-			r.log.Info("Noisy window", "variant", v.Name, "repetition", rep, "attempt", attempt, "noiseCPU", noise, "threshold", r.opts.NoiseThreshold, "sources", FormatNoiseSources(sources))
+			r.log.Info("Noisy window", "variant", v.Name, "repetition", rep, "attempt", attempt, "noiseCPU", m.noise, "threshold", r.opts.NoiseThreshold, "sources", FormatNoiseSources(m.sources))
 		}
 		if res.Perturbed {
-			r.log.Info("Perturbed window", "variant", v.Name, "repetition", rep, "attempt", attempt, "reason", perturbed)
+			r.log.Info("Perturbed window", "variant", v.Name, "repetition", rep, "attempt", attempt, "reason", m.perturbed)
 		}
 	}
 	return nil
@@ -113,25 +113,25 @@ func (r *runner) measure(ctx context.Context, v *v1alpha1.Variant, rep int, sett
 // window applies the knobs, creates the cgroups, starts the workload, waits
 // for the warmup, measures one window and puts everything back, whatever
 // happens.
-func (r *runner) window(ctx context.Context, settings []host.Setting, rep int) (groups []v1alpha1.GroupMeasurement, noise float64, sources []v1alpha1.NoiseSource, perturbed string, err error) {
+func (r *runner) window(ctx context.Context, settings []host.Setting, rep int) (m measured, err error) {
 	defer func() {
 		if rerr := r.ch.Restore(); rerr != nil {
 			err = errors.Join(err, fmt.Errorf("restoring after the window: %w", rerr))
 		}
 	}()
 	if err := r.ch.Apply(settings); err != nil {
-		return nil, 0, nil, "", err
+		return measured{}, err
 	}
 	var replicas []host.Replica
 	if r.cg != nil {
 		if replicas, err = r.cg.Create(r.ch, r.opts.RunID, r.spec.Workload.Groups); err != nil {
-			return nil, 0, nil, "", err
+			return measured{}, err
 		}
 	}
 	r.windows++
 	wid := fmt.Sprintf("%s.%d", r.opts.RunID, r.windows)
 	if err := r.ch.NoteWorkers(r.opts.RunID + "."); err != nil {
-		return nil, 0, nil, "", err
+		return measured{}, err
 	}
 	wspec := workload.Spec{Tasks: tasks(r.spec, replicas, rep), WorkerBinary: r.opts.WorkerBinary, RunID: wid}
 	// Package workload opens these files itself: give it their paths as
@@ -146,7 +146,7 @@ func (r *runner) window(ctx context.Context, settings []host.Setting, rep int) (
 	}
 	set, err := workload.Start(ctx, wspec)
 	if err != nil {
-		return nil, 0, nil, "", err
+		return measured{}, err
 	}
 	defer func() {
 		if serr := set.Stop(); serr != nil {
@@ -158,37 +158,31 @@ func (r *runner) window(ctx context.Context, settings []host.Setting, rep int) (
 		warm = r.spec.Warmup.Duration
 	}
 	if err := sleep(ctx, warm); err != nil {
-		return nil, 0, nil, "", err
+		return measured{}, err
 	}
 
 	// The node and cgroup counters are read inside the workload's window
 	// (opening and closing it takes a while with many workers on a busy
 	// node), and turned into rates over their own interval.
 	if err := set.Begin(); err != nil {
-		return nil, 0, nil, "", err
+		return measured{}, err
 	}
 	before, err := r.sample(replicas)
 	if err != nil {
-		return nil, 0, nil, "", err
+		return measured{}, err
 	}
 	if err := sleep(ctx, r.spec.Duration.Duration-time.Since(before.at)); err != nil {
-		return nil, 0, nil, "", err
+		return measured{}, err
 	}
 	after, err := r.sample(replicas)
 	if err != nil {
-		return nil, 0, nil, "", err
+		return measured{}, err
 	}
 	win, err := set.End()
 	if err != nil {
-		return nil, 0, nil, "", err
+		return measured{}, err
 	}
-	groups, noise, perturbed = r.metrics(win, replicas, before, after)
-	workers := map[int]bool{}
-	for _, pid := range set.PIDs() {
-		workers[pid] = true
-	}
-	sources = noiseSources(before.procs, after.procs, workers, after.at.Sub(before.at).Seconds())
-	return groups, noise, sources, perturbed, nil
+	return r.metrics(win, replicas, before, after), nil
 }
 
 func sleep(ctx context.Context, d time.Duration) error {
@@ -245,12 +239,20 @@ func (r *runner) sample(replicas []host.Replica) (sample, error) {
 	return s, nil
 }
 
+// measured is what one window measured.
+type measured struct {
+	groups    []v1alpha1.GroupMeasurement
+	noise     float64                // CPUs used by everything but the workload
+	sources   []v1alpha1.NoiseSource // who used them (noiseSources)
+	perturbed string                 // which groups' workers broke their invariants, and how ("" if none did)
+}
+
 // metrics turns a window into per-group metrics: group CPU from cgroup
 // accounting where the group has cgroups, from the tasks' schedstat sums for
-// session groups; the rest from the workload's per-task statistics. noise is
-// the CPUs used by everything else over the window; perturbed says which
-// groups' workers broke their invariants, and how ("" if none did).
-func (r *runner) metrics(win *workload.Window, replicas []host.Replica, before, after sample) ([]v1alpha1.GroupMeasurement, float64, string) {
+// session groups; the rest from the workload's per-task statistics. Its
+// noise is the CPUs used by everything else over the window, and its
+// sources the processes that used the most of them.
+func (r *runner) metrics(win *workload.Window, replicas []host.Replica, before, after sample) measured {
 	secs := win.Duration.Seconds()
 	wall := after.at.Sub(before.at).Seconds()
 	cgroupCPU := map[string]float64{}
@@ -262,8 +264,10 @@ func (r *runner) metrics(win *workload.Window, replicas []host.Replica, before, 
 	var out []v1alpha1.GroupMeasurement
 	var perturbed []string
 	var total, tasksCPU float64
+	workers := map[int]bool{}
 	for _, t := range win.Tasks {
 		tasksCPU += float64(t.CPUNs) / 1e9 / secs
+		workers[t.PID] = true
 	}
 	for i := range r.spec.Workload.Groups {
 		g := &r.spec.Workload.Groups[i]
@@ -299,7 +303,7 @@ func (r *runner) metrics(win *workload.Window, replicas []host.Replica, before, 
 	if len(why) > 1024 {
 		why = why[:1021] + "..."
 	}
-	return out, noise, why
+	return measured{groups: out, noise: noise, sources: noiseSources(before.procs, after.procs, workers, wall), perturbed: why}
 }
 
 // tasks lays the workload out as worker processes: every replica's tasks
