@@ -131,23 +131,54 @@ func usage() (busy, self, bg time.Duration, at time.Time, err error) {
 }
 
 // pin locks the calling goroutine to its thread and the thread to cpu, with
-// 1 ns of timer slack (0 would mean the default). The caller unlocks.
-func pin(cpu int) error {
+// 1 ns of timer slack (0 would mean the default), and returns unpin, which
+// the caller defers: it puts back the thread's affinity, timer slack and
+// scheduling policy as they were before pin, then unlocks it.
+//
+// The thread goes back to the runtime instead of ending with its goroutine:
+// Linux sends a child's parent-death signal (PR_SET_PDEATHSIG) when the
+// *thread* that forked it exits, and the runtime may have run other
+// goroutines on this thread before it was locked, which forked children with
+// that signal (a reference harness's load, a local control plane). Ending
+// the thread would kill them. Only if something cannot be put back does
+// unpin leave the thread locked, so that the runtime ends it and nothing
+// else ever runs with its state.
+func pin(cpu int) (unpin func(), err error) {
 	runtime.LockOSThread()
+	retire := func() {} // the goroutine returns locked: the runtime ends the thread
+	var was unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &was); err != nil {
+		return retire, fmt.Errorf("sched_getaffinity: %w", err)
+	}
+	slack, err := unix.PrctlRetInt(unix.PR_GET_TIMERSLACK, 0, 0, 0, 0)
+	if err != nil {
+		return retire, fmt.Errorf("prctl(PR_GET_TIMERSLACK): %w", err)
+	}
+	attr, err := unix.SchedGetAttr(0, 0)
+	if err != nil {
+		return retire, fmt.Errorf("sched_getattr: %w", err)
+	}
+	unpin = func() {
+		if unix.SchedSetAttr(0, attr, 0) != nil ||
+			unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(slack), 0, 0, 0) != nil ||
+			unix.SchedSetaffinity(0, &was) != nil {
+			return
+		}
+		runtime.UnlockOSThread()
+	}
 	var set unix.CPUSet
 	set.Set(cpu)
 	if err := unix.SchedSetaffinity(0, &set); err != nil {
-		return fmt.Errorf("sched_setaffinity(cpu %d): %w", cpu, err)
+		return unpin, fmt.Errorf("sched_setaffinity(cpu %d): %w", cpu, err)
 	}
 	if err := unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0); err != nil {
-		return fmt.Errorf("prctl(PR_SET_TIMERSLACK): %w", err)
+		return unpin, fmt.Errorf("prctl(PR_SET_TIMERSLACK): %w", err)
 	}
-	return nil
+	return unpin, nil
 }
 
 // onPinnedThread runs f on a new goroutine pinned (pin) to cpu and returns
-// what it returns. The goroutine ends with its thread locked: the runtime
-// then ends the thread, and its slack and affinity with it.
+// what it returns; the thread is unpinned when f returns.
 func onPinnedThread[T any](cpu int, f func() T) (T, error) {
 	type out struct {
 		v   T
@@ -155,7 +186,9 @@ func onPinnedThread[T any](cpu int, f func() T) (T, error) {
 	}
 	res := make(chan out, 1)
 	go func() {
-		if err := pin(cpu); err != nil {
+		unpin, err := pin(cpu)
+		defer unpin()
+		if err != nil {
 			res <- out{err: err}
 			return
 		}
@@ -180,7 +213,9 @@ func threadCPU() int64 {
 // spinner runs a SCHED_IDLE thread spinning on cpu until stop is closed;
 // it sends its thread id, or an error, on ready.
 func spinner(cpu int, stop <-chan struct{}, ready chan<- spinReady) {
-	if err := pin(cpu); err != nil {
+	unpin, err := pin(cpu)
+	defer unpin() // puts the policy back too
+	if err != nil {
 		ready <- spinReady{err: err}
 		return
 	}
@@ -194,8 +229,6 @@ func spinner(cpu int, stop <-chan struct{}, ready chan<- spinReady) {
 	for {
 		select {
 		case <-stop:
-			// Ends locked: the runtime ends the thread, and its policy
-			// and affinity with it.
 			return
 		default:
 		}
@@ -450,7 +483,9 @@ func pipePingPong(cpuA, cpuB, n int) (late int64, q []int64, perMsg int64, err e
 	var start, end int64
 	side := func(i, cpu, rfd, wfd int, first bool) {
 		defer wg.Done()
-		if err := pin(cpu); err != nil {
+		unpin, err := pin(cpu)
+		defer unpin()
+		if err != nil {
 			errs[i] = err
 			// Unblock the partner.
 			unix.Close(wfd)

@@ -2,7 +2,13 @@ package calib
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // The window on this machine: every figure is a real, positive duration in
@@ -35,4 +41,65 @@ func TestMeasureThisNode(t *testing.T) {
 	if r.BackgroundLoad < 0 || r.BackgroundLoad > 0.5 {
 		t.Errorf("background load %.3f: want the small share a spinner loses", r.BackgroundLoad)
 	}
+}
+
+// TestPinnedThreadsGoBack: a thread the window pinned (affinity, 1 ns of
+// timer slack, SCHED_IDLE for the spinner) goes back to the runtime as it
+// was, instead of ending: children forked earlier from that thread with a
+// parent-death signal (a reference harness's load, a local control plane)
+// would die with it. Each thread is looked up by id after its goroutine
+// returned: it must still exist, with its affinity, slack and policy back.
+func TestPinnedThreadsGoBack(t *testing.T) {
+	var all unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &all); err != nil {
+		t.Fatal(err)
+	}
+	slack, err := unix.PrctlRetInt(unix.PR_GET_TIMERSLACK, 0, 0, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(what string, tid int) {
+		t.Helper()
+		if _, err := os.Stat(fmt.Sprintf("/proc/self/task/%d", tid)); err != nil {
+			t.Fatalf("%s: thread %d ended with its goroutine: %v", what, tid, err)
+		}
+		var set unix.CPUSet
+		if err := unix.SchedGetaffinity(tid, &set); err != nil {
+			t.Fatal(err)
+		}
+		if set != all {
+			t.Errorf("%s: thread %d kept %d CPUs of affinity, want the %d it had", what, tid, set.Count(), all.Count())
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/timerslack_ns", tid)) // a thread id names the thread here
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.TrimSpace(string(b)); got != strconv.Itoa(slack) {
+			t.Errorf("%s: thread %d timer slack %s ns, want %d", what, tid, got, slack)
+		}
+		attr, err := unix.SchedGetAttr(tid, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if attr.Policy != unix.SCHED_NORMAL {
+			t.Errorf("%s: thread %d policy %d, want SCHED_NORMAL", what, tid, attr.Policy)
+		}
+	}
+	tid, err := onPinnedThread(0, unix.Gettid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("onPinnedThread", tid)
+
+	stop := make(chan struct{})
+	ready := make(chan spinReady, 1)
+	done := make(chan struct{})
+	go func() { spinner(0, stop, ready); close(done) }()
+	r := <-ready
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	close(stop)
+	<-done
+	check("spinner", r.tid)
 }
