@@ -150,6 +150,74 @@ type NoiseSource struct {
 	PID int32 `json:"pid"`
 	// cpu is the CPUs it used over the window (1.0 = one whole CPU).
 	CPU float64 `json:"cpu"`
+	// kernelThread is set for a kernel thread (PF_KTHREAD), such as
+	// kdamond.0 or a kworker.
+	// +optional
+	KernelThread bool `json:"kernelThread,omitempty"`
+	// cgroup is the process's cgroup on the cpu controller's hierarchy
+	// (v1 or v2), "/" for the root.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	Cgroup string `json:"cgroup,omitempty"`
+	// cgroupShares is the weight of the cgroup's top level (the group
+	// entity that competes on the root run queue), as the kernel counts
+	// it: v1 cpu.shares, v2 cpu.weight × 1024 / 100; 0 in the root.
+	// +optional
+	CgroupShares int64 `json:"cgroupShares,omitempty"`
+	// cgroupIdle is set when that top level has cpu.idle set: its
+	// group entity is SCHED_IDLE on the root run queue.
+	// +optional
+	CgroupIdle bool `json:"cgroupIdle,omitempty"`
+	// autogroup is the id of the process's autogroup (its session's,
+	// /proc/PID/autogroup); 0 when it has none (kernel threads). It
+	// schedules as a group only in the root cgroup and while autogroup is on.
+	// +optional
+	Autogroup int64 `json:"autogroup,omitempty"`
+	// autogroupNice is that autogroup's nice value.
+	// +optional
+	AutogroupNice int32 `json:"autogroupNice,omitempty"`
+	// threads are its threads that used at least 0.0005 CPU in the
+	// window (at most 8, the most first): each is a task the scheduler
+	// saw, with its own runs and wake-ups.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=8
+	Threads []NoiseThread `json:"threads,omitempty"`
+}
+
+// NoiseThread is one thread of a noise source over a window.
+type NoiseThread struct {
+	// tid of the thread.
+	TID int32 `json:"tid"`
+	// name is the thread's comm.
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
+	Name string `json:"name,omitempty"`
+	// cpu is the CPUs it used over the window (from its schedstat).
+	CPU float64 `json:"cpu"`
+	// runs is how often it was switched in during the window (the third
+	// field of /proc/PID/task/TID/schedstat): its CPU time over runs is
+	// its mean run on a CPU.
+	Runs int64 `json:"runs"`
+	// wakeups is its voluntary context switches in the window: each is a
+	// block, which a wake-up ends. CPU time over wakeups is its mean burst
+	// of work per wake-up, however often others preempted it.
+	Wakeups int64 `json:"wakeups"`
+	// policy is its scheduling policy: Other, Batch, Idle, FIFO, RR or
+	// Deadline.
+	// +optional
+	// +kubebuilder:validation:MaxLength=16
+	Policy string `json:"policy,omitempty"`
+	// nice value (-20..19).
+	// +optional
+	Nice int32 `json:"nice,omitempty"`
+	// rtPriority for FIFO and RR (1..99).
+	// +optional
+	RTPriority int32 `json:"rtPriority,omitempty"`
+	// cpus it may run on (its affinity, a CPU list such as "0-3,6").
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	CPUs string `json:"cpus,omitempty"`
 }
 
 // WindowResult is one variant × repetition measured on a node.
@@ -173,12 +241,14 @@ type WindowResult struct {
 	// +optional
 	NoiseCPU float64 `json:"noiseCPU,omitempty"`
 	// noiseSources are the processes outside the workload that used the
-	// most CPU during the window (at least 0.01 CPU each, the most first):
-	// who the noise was. A process that ended within the window is not
-	// among them, though its CPU is in noiseCPU.
+	// most CPU during the window (at least 0.002 CPU each, at most 16, the
+	// most first): who the noise was, with their threads' runs, wake-ups,
+	// policy and scheduling group, so that a prediction can run them as
+	// tasks. A process that ended within the window is not among them,
+	// though its CPU is in noiseCPU, as is interrupt time.
 	// +optional
 	// +listType=atomic
-	// +kubebuilder:validation:MaxItems=3
+	// +kubebuilder:validation:MaxItems=16
 	NoiseSources []NoiseSource `json:"noiseSources,omitempty"`
 	// perturbed is set when, in every attempt, some group's workers broke
 	// their invariants (see WorkerInvariants): work threads that slept more

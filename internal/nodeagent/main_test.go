@@ -16,6 +16,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(killChildEnv) != "" {
 		os.Exit(killChild())
 	}
+	if os.Getenv(burstChildEnv) != "" {
+		os.Exit(burstChild())
+	}
 	if os.Getenv(profileKillChildEnv) != "" {
 		os.Exit(profileKillChild())
 	}

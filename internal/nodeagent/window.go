@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
-	"sort"
 	"strings"
 	"time"
 
@@ -221,7 +219,7 @@ func (r *runner) sample(replicas []host.Replica) (sample, error) {
 	c := st.CPUTotal
 	busy := c.User + c.Nice + c.System + c.IRQ + c.SoftIRQ + c.Steal
 	s.busy = time.Duration(busy * float64(time.Second))
-	s.procs = readProcCPU(pfs)
+	s.procs = readProcCPU(pfs, r.fsys.Abs("/proc"))
 	for _, rep := range replicas {
 		u, _, err := r.cg.Usage(rep.Dir)
 		if err != nil {
@@ -303,7 +301,13 @@ func (r *runner) metrics(win *workload.Window, replicas []host.Replica, before, 
 	if len(why) > 1024 {
 		why = why[:1021] + "..."
 	}
-	return measured{groups: out, noise: noise, sources: noiseSources(before.procs, after.procs, workers, wall), perturbed: why}
+	srcs := noiseSources(before.procs, after.procs, workers, wall)
+	var cgv, mount string
+	if r.caps != nil {
+		cgv, mount = r.caps.CgroupVersion, r.caps.CgroupCPUPath
+	}
+	describeNoise(r.fsys, r.fsys.Abs("/proc"), cgv, mount, srcs)
+	return measured{groups: out, noise: noise, sources: srcs, perturbed: why}
 }
 
 // tasks lays the workload out as worker processes: every replica's tasks
@@ -362,81 +366,3 @@ func tasks(spec *v1alpha1.SchedExperimentSpec, replicas []host.Replica, rep int)
 	return out
 }
 
-// procCPU is one process's CPU time (all its threads: utime + stime of
-// /proc/PID/stat) and identity at one instant.
-type procCPU struct {
-	name  string
-	start uint64 // start time in clock ticks after boot: tells a reused pid
-	cpu   time.Duration
-}
-
-// readProcCPU reads every process's CPU time. A process that ends while
-// it is read is left out; a node whose /proc cannot be listed gives none
-// (the noise is still measured as a whole, from /proc/stat).
-func readProcCPU(pfs procfs.FS) map[int]procCPU {
-	procs, err := pfs.AllProcs()
-	if err != nil {
-		return nil
-	}
-	out := make(map[int]procCPU, len(procs))
-	for _, p := range procs {
-		st, err := p.Stat()
-		if err != nil {
-			continue
-		}
-		out[p.PID] = procCPU{name: st.Comm, start: st.Starttime, cpu: time.Duration(st.CPUTime() * float64(time.Second))}
-	}
-	return out
-}
-
-const (
-	// maxNoiseSources is how many processes a window names as its noise.
-	maxNoiseSources = 3
-	// minNoiseSourceCPU is the least CPU a named noise source used.
-	minNoiseSourceCPU = 0.01
-)
-
-// noiseSources are the processes other than the workers that used the most
-// CPU between two samples wall seconds apart: at most maxNoiseSources, each
-// at least minNoiseSourceCPU, the most first. A process that began within
-// the window counts all its CPU time; one that ended within it is not seen.
-func noiseSources(before, after map[int]procCPU, workers map[int]bool, wall float64) []v1alpha1.NoiseSource {
-	if wall <= 0 {
-		return nil
-	}
-	var out []v1alpha1.NoiseSource
-	for pid, a := range after {
-		if workers[pid] {
-			continue
-		}
-		d := a.cpu
-		if b, ok := before[pid]; ok && b.start == a.start {
-			d -= b.cpu
-		}
-		cpu := d.Seconds() / wall
-		if cpu < minNoiseSourceCPU {
-			continue
-		}
-		out = append(out, v1alpha1.NoiseSource{Name: a.name, PID: int32(pid), CPU: math.Round(cpu*1000) / 1000})
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].CPU != out[j].CPU {
-			return out[i].CPU > out[j].CPU
-		}
-		return out[i].PID < out[j].PID
-	})
-	if len(out) > maxNoiseSources {
-		out = out[:maxNoiseSources]
-	}
-	return out
-}
-
-// FormatNoiseSources writes a window's noise sources as
-// "kdamond.0 (pid 78) 0.080, go (pid 1234) 0.050", or "" when none.
-func FormatNoiseSources(ns []v1alpha1.NoiseSource) string {
-	parts := make([]string, len(ns))
-	for i, n := range ns {
-		parts[i] = fmt.Sprintf("%s (pid %d) %.3f", n.Name, n.PID, n.CPU)
-	}
-	return strings.Join(parts, ", ")
-}
