@@ -76,14 +76,15 @@ const (
 	evWakeList  // the IPI of a wake-up queued on an idle CPU's wake list arrives (a = task)
 )
 
-// entity is a sched_entity: a task's or a per-CPU group entity.
+// entity is a sched_entity: a task's or a per-CPU group entity. It is two
+// whole cache lines (TestHotLayout); the first holds what update_curr, the
+// tree, the pick and the hierarchy walks read, so that a walk step loads
+// one line of the entity.
 type entity struct {
-	// First cache line: what update_curr, the tree, pick and the hierarchy
-	// walks read.
+	// First cache line.
 	vruntime  int64
 	deadline  int64 // EEVDF virtual deadline
 	weight    int64 // load.weight (NICE_0 = 1024)
-	weightFP  int64 // a group entity's load.weight as the kernel keeps it (scale_load()ed); 0 until first computed
 	slice     int64 // EEVDF request size (base or custom slice)
 	sumExec   int64
 	invWeight uint32 // WMULT_CONST / weight
@@ -93,18 +94,18 @@ type entity struct {
 	task      int32  // -1 for group entities
 	onRq      bool
 	delayed   bool // se->sched_delayed: asleep (or empty) but still queued (DELAY_DEQUEUE)
+	protectOK bool
+	idle      bool // se_is_idle(): SCHED_IDLE task or entity of a cpu.idle group
 
 	// Second cache line.
+	protect     int64 // slice protection: the deadline at pick time (v6.6..v6.16, stashed in se->vlag), or se->vprot (v6.17+)
 	execStart   int64 // while curr, its cfs_rq's currStart holds the live value
 	prevSumExec int64
-	protect     int64 // slice protection: the deadline at pick time (v6.6..v6.16, stashed in se->vlag), or se->vprot (v6.17+)
 	vlag        int64 // EEVDF lag, V - v_i (kept while off the runqueue)
+	weightFP    int64 // a group entity's load.weight as the kernel keeps it (scale_load()ed); 0 until first computed
 	load        pelt  // se->avg.load_avg
 	depth       int32
-	idle        bool // se_is_idle(): SCHED_IDLE task or entity of a cpu.idle group
-	protectOK   bool
 	customSlice bool
-	_           [8]byte // pad to 128 bytes: two whole cache lines
 }
 
 // cfsRq is a struct cfs_rq. The tree holds the queued entities except curr,
@@ -112,24 +113,26 @@ type entity struct {
 // enqueueTree), which is fast for the short per-CPU queues of realistic
 // inputs.
 type cfsRq struct {
-	// First cache line: what update_curr, pick and enqueue/dequeue touch.
+	// First cache line: what update_curr, update_min_vruntime, pick and
+	// the hierarchy walks touch.
 	curr      int32
 	nr        int32 // nr_running (entities queued, including curr)
 	leftmost  int32 // tree entity with the smallest vruntime, -1 if none
-	hNr       int32 // h_nr_running (tasks below, excluding throttled subtrees)
-	idleHNr   int32 // idle_h_nr_running
 	currOn    bool  // curr >= 0 and still on the queue (not dequeued while running)
 	throttled bool
 	hasQuota  bool  // the owning group has a cpu.max quota
 	idle      bool  // cfs_rq_is_idle(): owned by a cpu.idle group
 	currStart int64 // curr's execStart (update_curr has nothing to do until now passes it)
-	load      int64 // load.weight of queued entities
 	minV      int64 // min_vruntime
 	avgSum    int64 // avg_vruntime: Σ (v_i - min_vruntime) * w_i over the tree
 	avgLoad   int64 // avg_load: Σ w_i over the tree
+	leftV     int64 // vruntime of leftmost, never if none
+	hNr       int32 // h_nr_running (tasks below, excluding throttled subtrees)
+	idleHNr   int32 // idle_h_nr_running
 
-	// Second cache line: the tree and the load average.
-	leftV   int64 // vruntime of leftmost, never if none
+	// Second cache line: what enqueue and dequeue touch besides (the
+	// queue's load, the tree, the load average).
+	load    int64 // load.weight of queued entities
 	tree    []treeNode
 	loadAvg pelt // cfs_rq->avg.load_avg (sum of attached entities' load_avg)
 	contrib float64
@@ -168,7 +171,11 @@ type taskGroup struct {
 	runtime int64
 }
 
+// task is a simulated thread. It is five whole cache lines
+// (TestHotLayout), the fields a wake-up, a switch and the PELT update touch
+// in the first two, the latency record in the third.
 type task struct {
+	// First cache line.
 	se     int32
 	tg     int32 // -1: root
 	cpu    int32
@@ -186,42 +193,45 @@ type task struct {
 	pingPhase uint8
 	floorIdx  uint8 // level of the wake-up path's costs for the current wake-up (drawFloor)
 
-	workEnd     int64 // sumExec at which the current CPU burst completes
-	wakeAt      int64 // when the task should have run (for latency), -1 if none
-	release     int64 // Periodic: current release; LatencyProbe: current deadline
-	waitReason  int64 // reason time carried by a pending wake event
-	waker       int32 // CPU of the waker for a pending wake event
-	pendingSync bool
-	timerWake   bool // the pending or last wake-up is a timer's
-	partner     int32
-	listStamp   int64
-	cpuPos      int32
+	workEnd int64 // sumExec at which the current CPU burst completes
+	wakeAt  int64 // when the task should have run (for latency), -1 if none
+	pl      pelt2 // util_avg and runnable_avg
 
+	// Second cache line.
+	listStamp  int64
+	cpuNs      int64 // window metrics: CPU time
+	release    int64 // Periodic: current release; LatencyProbe: current deadline
+	waker      int32 // CPU of the waker for a pending wake event
+	cpuPos     int32
+	partner    int32
 	// aff indexes sim.affs: the CPUs the task may run on
 	// (p->cpus_ptr); -1: every CPU.
-	aff int32
+	aff         int32
+	pendingSync bool
+	timerWake   bool // the pending or last wake-up is a timer's
+	latFloat    bool
+	waitReason  int64 // reason time carried by a pending wake event
+	ops         int64
 
-	pat   taskPattern
-	slack int64 // timer_slack_ns
-	rng   *rand.Rand
-	srv   int32 // Server worker: its replica's server, -1 otherwise
-	req   int32 // Server worker: the request slot it serves
-
-	pl pelt2 // util_avg and runnable_avg
-
-	// window metrics
-	cpuNs      int64
-	vol, invol int64
-	ops        int64
-	periods    int64
-	misses     int64
-	hist       *histogram
-	// The histogram's count, sum and max, kept here (next to hist, in a
-	// line switchIn reads anyway) and copied into it at the end; see
-	// recordLatency.
+	// Third cache line: the latency record and the switch counts.
+	hist *histogram
+	// The histogram's count, sum and max, kept here (next to hist) and
+	// copied into it at the end; see recordLatency.
 	latN, latISum, latMax int64
 	latFSum               float64
-	latFloat              bool
+	vol, invol            int64
+	misses                int64
+
+	// Fourth cache line: the pattern.
+	pat     taskPattern
+	slack   int64 // timer_slack_ns
+	rng     *rand.Rand
+	periods int64
+
+	// Fifth cache line.
+	srv int32 // Server worker: its replica's server, -1 otherwise
+	req int32 // Server worker: the request slot it serves
+	_   [56]byte
 }
 
 // taskPattern is the numeric part of a task's Pattern (its Type is kind).
@@ -229,10 +239,14 @@ type taskPattern struct {
 	RunNs, PeriodNs, IntervalNs, MeanRunNs, MeanSleepNs int64
 }
 
+// cpuState is a CPU's struct rq outside the fair class's queues. It is
+// four whole cache lines (TestHotLayout).
 type cpuState struct {
-	// First cache line: what a switch, the PELT update and accounting touch.
+	// First cache line: what a switch, the PELT update, accounting and
+	// available_idle_cpu() touch.
 	root        int32
 	curr        int32 // running task, -1 when idle
+	ttwuPending int32 // wake-ups queued on this CPU's wake list (rq->ttwu_pending)
 	needResched bool
 	lazyResched bool
 	runEndT     int64  // end of the running task's CPU burst, never if none
@@ -240,19 +254,19 @@ type cpuState struct {
 	pl          pelt2  // util_avg and runnable_avg of the CPU
 	busyNs      int64
 
+	// Second cache line.
 	tasks           []int32 // tasks queued on this CPU (cfs_tasks), including curr
 	idleStamp       int64
 	avgIdle         int64
 	nextBalance     int64
 	nrBalanceFailed int
 	forkCount       int32 // tasks placed here at start (fork balancing)
-	ttwuPending     int32 // wake-ups queued on this CPU's wake list (rq->ttwu_pending)
 
 	// Blocked load (blocked.go): the group queues whose averages still
 	// decay (rq->leaf_cfs_rq_list), rq->has_blocked_load and
 	// rq->last_blocked_load_update_tick (jiffies).
-	leaf            []int32
 	hasBlockedLoad  bool
+	leaf            []int32
 	lastBlockedTick int64
 	ni              newidleState // the flat domain's new-idle cost tracking
 	// rq->max_idle_balance_cost: sched_init() sets it to the migration
@@ -261,6 +275,7 @@ type cpuState struct {
 	// decays, and a longer new-idle balance raises it. avg_idle is
 	// clamped to twice it.
 	maxIdleBalanceCost int64
+	_                  [48]byte
 }
 
 type event struct {
