@@ -40,6 +40,7 @@ func TestHotLayout(t *testing.T) {
 		{"entity.onRq", unsafe.Offsetof(e.onRq)},
 		{"entity.delayed", unsafe.Offsetof(e.delayed)},
 		{"entity.protectOK", unsafe.Offsetof(e.protectOK)},
+		{"entity.protect", unsafe.Offsetof(e.protect) + 7},
 		{"cfsRq.currStart", unsafe.Offsetof(r.currStart) + 7},
 		{"cfsRq.leftV", unsafe.Offsetof(r.leftV) + 7},
 		{"cfsRq.avgLoad", unsafe.Offsetof(r.avgLoad) + 7},

@@ -78,14 +78,14 @@ const (
 
 // entity is a sched_entity: a task's or a per-CPU group entity. It is two
 // whole cache lines (TestHotLayout); the first holds what update_curr, the
-// tree, the pick and the hierarchy walks read, so that a walk step loads
-// one line of the entity.
+// pick (slice protection included) and the hierarchy walks read, so that a
+// walk step loads one line of the entity.
 type entity struct {
 	// First cache line.
 	vruntime  int64
 	deadline  int64 // EEVDF virtual deadline
 	weight    int64 // load.weight (NICE_0 = 1024)
-	slice     int64 // EEVDF request size (base or custom slice)
+	protect   int64 // slice protection: the deadline at pick time (v6.6..v6.16, stashed in se->vlag), or se->vprot (v6.17+)
 	sumExec   int64
 	invWeight uint32 // WMULT_CONST / weight
 	rq        int32  // cfs_rq this entity is queued on
@@ -97,8 +97,10 @@ type entity struct {
 	protectOK bool
 	idle      bool // se_is_idle(): SCHED_IDLE task or entity of a cpu.idle group
 
-	// Second cache line.
-	protect     int64 // slice protection: the deadline at pick time (v6.6..v6.16, stashed in se->vlag), or se->vprot (v6.17+)
+	// Second cache line: what enqueue, dequeue, set_next_entity() and
+	// put_prev_entity() touch besides (their PELT update, the execution
+	// clock, the lag and the request size).
+	slice       int64 // EEVDF request size (base or custom slice)
 	execStart   int64 // while curr, its cfs_rq's currStart holds the live value
 	prevSumExec int64
 	vlag        int64 // EEVDF lag, V - v_i (kept while off the runqueue)
@@ -806,7 +808,7 @@ func (s *sim) loop() {
 	for {
 		var e event
 		top := &s.rt.node[1]
-		c0, ct, cs := top.cpu, top.t, top.seq
+		c0, ct, cs := int32(top.k&(1<<runEndCPUBits-1)), top.t, top.k>>runEndCPUBits
 		if len(s.ev) > 0 && (s.ev[0].t < ct || (s.ev[0].t == ct && s.ev[0].seq < cs)) {
 			e = s.pop()
 		} else if ct != never {
@@ -952,12 +954,21 @@ func evMin(h []event, a, b int) int {
 
 // ---- run-end tournament tree: the earliest (runEndT, runEndSeq) over CPUs ----
 
-// runEndNode is a node of the run-end tree: the key of the winner below it.
+// runEndNode is a node of the run-end tree: the key of the winner below it,
+// its run end's time and, in one word, its event sequence and its CPU
+// (seq<<runEndCPUBits | cpu). Sequences are unique, so the order of the
+// words is the order of the sequences; ties are between CPUs without a run
+// end (never, sequence 0), whose order does not matter.
 type runEndNode struct {
-	t   int64
-	seq uint64
-	cpu int32
+	t int64
+	k uint64
 }
+
+// runEndCPUBits holds a CPU number below maxCPUs.
+const runEndCPUBits = 10
+
+// The build fails if maxCPUs outgrows runEndCPUBits.
+var _ [1<<runEndCPUBits - maxCPUs]struct{}
 
 // runEndTree is a complete binary winner tree over rp leaves (the CPUs,
 // padded with never): node[rp+c] is CPU c's key, node[1] the earliest. Each
@@ -978,7 +989,7 @@ func (s *sim) initRunEnd() {
 	s.rp = p
 	rt := &runEndTree{}
 	for i := int32(0); i < p; i++ {
-		rt.node[p+i] = runEndNode{t: never, cpu: i}
+		rt.node[p+i] = runEndNode{t: never, k: uint64(i)}
 	}
 	for i := p - 1; i >= 1; i-- {
 		rt.node[i] = rt.node[2*i]
@@ -1002,20 +1013,19 @@ func (s *sim) setRunEnd(c int32, t int64) {
 	nd := &s.rt.node
 	const m = 2*maxCPUs - 1
 	i := s.rp + c
-	ct, cs, cc := t, seq, c
-	nd[i&m] = runEndNode{t: ct, seq: cs, cpu: cc}
+	ct, ck := t, seq<<runEndCPUBits|uint64(c)
+	nd[i&m] = runEndNode{t: ct, k: ck}
 	for i > 1 {
 		o := &nd[(i^1)&m]
-		// The sibling wins if (o.t, o.seq) < (ct, cs): the borrow out of
+		// The sibling wins if (o.t, o.k) < (ct, ck): the borrow out of
 		// the 128-bit subtraction (times are never negative).
-		_, b := bits.Sub64(o.seq, cs, 0)
+		_, b := bits.Sub64(o.k, ck, 0)
 		_, b = bits.Sub64(uint64(o.t), uint64(ct), b)
 		mask := -b
 		ct ^= (ct ^ o.t) & int64(mask)
-		cs ^= (cs ^ o.seq) & mask
-		cc ^= (cc ^ o.cpu) & int32(mask)
+		ck ^= (ck ^ o.k) & mask
 		i >>= 1
-		nd[i&m] = runEndNode{t: ct, seq: cs, cpu: cc}
+		nd[i&m] = runEndNode{t: ct, k: ck}
 	}
 }
 
