@@ -96,8 +96,7 @@ func (s *sim) enqueueTree(cq, se int32) {
 	// stack and copied is read back with 16-byte loads that span its
 	// 8-byte stores, which the CPU cannot forward (a stall per enqueue).
 	n := &t[j]
-	n.v, n.d, n.slice, n.seq, n.se = v, e.deadline, e.slice, s.seq, se
-	s.seq++
+	n.v, n.d, n.slice, n.se = v, e.deadline, e.slice, se
 	r.tree = t
 	r.avgSum += (v - r.minV) * e.weight
 	r.avgLoad += e.weight
@@ -159,8 +158,7 @@ func (s *sim) treeMove(cq int32, i int, se int32) {
 		}
 	}
 	n := &t[lo] // in place, as in enqueueTree
-	n.v, n.d, n.slice, n.seq, n.se = e.vruntime, e.deadline, e.slice, s.seq, se
-	s.seq++
+	n.v, n.d, n.slice, n.se = e.vruntime, e.deadline, e.slice, se
 	r.avgSum += (e.vruntime - r.minV) * e.weight
 	r.avgLoad += e.weight
 	r.leftmost, r.leftV = t[0].se, t[0].v
@@ -358,8 +356,8 @@ func (s *sim) pickEEVDF(cq int32, protect bool) int32 {
 	// Among eligible nodes the earliest deadline wins; on equal deadlines
 	// the kernel's tree order decides (the smaller vruntime, then the
 	// earlier insertion). The tree is in that order already (enqueueTree and
-	// treeMove insert after equal vruntimes, with a newer sequence number),
-	// so the first node with the earliest deadline is the one.
+	// treeMove insert after equal vruntimes), so the first node with the
+	// earliest deadline is the one.
 	best := int32(-1)
 	var bd int64
 	t, minV := r.tree, r.minV
@@ -1412,7 +1410,9 @@ func (s *sim) doPreemptShort(cq, pse, se int32) bool {
 // load to their task group, as update_tg_load_avg() does.
 func (s *sim) entityTick(cq, se int32) {
 	s.updateCurr(cq)
-	if s.rqs[cq].tg >= 0 {
+	if s.ents[se].parent >= 0 {
+		// A group's queue (the root queue is the one of the entities
+		// without a parent): update_load_avg() with UPDATE_TG.
 		s.updateRqLoad(cq)
 	}
 	s.updateCfsGroup(se)

@@ -20,6 +20,7 @@ func TestHotLayout(t *testing.T) {
 		{"cfsRq", unsafe.Sizeof(cfsRq{}), 3 * line},
 		{"task", unsafe.Sizeof(task{}), 5 * line},
 		{"cpuState", unsafe.Sizeof(cpuState{}), 4 * line},
+		{"treeNode", unsafe.Sizeof(treeNode{}), line / 2},
 	}
 	for _, s := range sizes {
 		if s.size != s.want {
@@ -45,6 +46,7 @@ func TestHotLayout(t *testing.T) {
 		{"cfsRq.leftV", unsafe.Offsetof(r.leftV) + 7},
 		{"cfsRq.avgLoad", unsafe.Offsetof(r.avgLoad) + 7},
 		{"cfsRq.hNr", unsafe.Offsetof(r.hNr) + 3},
+		{"cfsRq.onList (second line)", unsafe.Offsetof(r.onList) - line},
 		{"task.wakeAt", unsafe.Offsetof(k.wakeAt) + 7},
 		{"task.pl", unsafe.Offsetof(k.pl) + unsafe.Sizeof(k.pl) - 1},
 		{"cpuState.ttwuPending", unsafe.Offsetof(c.ttwuPending) + 3},

@@ -133,29 +133,30 @@ type cfsRq struct {
 	idleHNr   int32 // idle_h_nr_running
 
 	// Second cache line: what enqueue and dequeue touch besides (the
-	// queue's load, the tree, the load average).
+	// queue's load, the tree, the load average, the leaf list).
 	load    int64 // load.weight of queued entities
 	tree    []treeNode
-	loadAvg pelt // cfs_rq->avg.load_avg (sum of attached entities' load_avg)
-	contrib float64
+	loadAvg pelt  // cfs_rq->avg.load_avg (sum of attached entities' load_avg)
 	tg      int32 // owning task group, -1 for the root cfs_rq
 	ge      int32 // group entity that represents this queue in the parent, -1 for root
+	cpu     int32
+	onList  bool // on its CPU's leaf list (cfs_rq->on_list): blocked load to decay
 
-	cpu int32
-	// calcGroupShares memo: the inputs of the last computation and its result.
+	// Third cache line: the group's load contribution and the
+	// calcGroupShares memo (the inputs of the last computation and its
+	// result).
+	contrib                         float64
 	shKeyOK                         bool
-	onList                          bool // on its CPU's leaf list (cfs_rq->on_list): blocked load to decay
 	shKeyLoad, shares               int64
 	shKeyTg, shKeyAvg, shKeyContrib float64
-	next, last                      int32   // CFS (v6.1) buddies: cfs_rq->next, cfs_rq->last, -1 if none
-	_                               [8]byte // pad to 192 bytes: three whole cache lines
+	next, last                      int32 // CFS (v6.1) buddies: cfs_rq->next, cfs_rq->last, -1 if none
 }
 
 // treeNode is a queued entity with the keys a pick reads, which do not
-// change while the entity is queued and not running.
+// change while the entity is queued and not running (32 bytes: two to a
+// cache line). Equal vruntimes keep their insertion order by position.
 type treeNode struct {
 	v, d, slice int64
-	seq         uint64
 	se          int32
 }
 
