@@ -137,4 +137,8 @@
 //     the partner and the read() 1 µs before it blocks (the node's trace);
 //     a partner woken from delay is placed against that stale vruntime
 //     (requeue_delayed_entity() runs no update_curr(), v6.12..v6.18).
+//     The spin ends at its first clock read past the work: each message's
+//     spin overshoots by a draw uniform over one read (1.27 µs, a system
+//     call on the node; spinOvershoot). Periodic, Burst and Server spins
+//     end exactly on their target.
 package simengine

@@ -46,11 +46,13 @@ func TestEveryKnobChangesTheSimulation(t *testing.T) {
 		},
 		// NI_RANDOM exists from 6.18.5; new-idle balances happen where
 		// CPUs go idle while another is overloaded: VALIDATION.md's mixed
-		// scenario.
+		// scenario with one hog instead of two (with two, a CPU goes idle
+		// too seldom: seeds 1-6 ran the same with and without it once
+		// PingPong spins end at a clock read, spinOvershoot).
 		"feature NI_RANDOM": func(sch Scheduler) Input {
 			return Input{Node: Node{CPUs: 2, Kernel: "6.18.44"}, DurationNs: 8e9, WarmupNs: 1e9, Seed: 2,
 				Groups: []Group{
-					{Name: "hogs", Tasks: 2},
+					{Name: "hogs", Tasks: 1},
 					{Name: "frames", Tasks: 1, Pattern: Pattern{Type: Periodic, RunNs: 4e6, PeriodNs: 40e6}},
 					{Name: "pingpong", Tasks: 2, Pattern: Pattern{Type: PingPong, RunNs: 20_000}},
 					{Name: "burst", Tasks: 1, Pattern: Pattern{Type: Burst, MeanRunNs: 2e6, MeanSleepNs: 6e6}},

@@ -201,12 +201,12 @@ type task struct {
 	pl      pelt2 // util_avg and runnable_avg
 
 	// Second cache line.
-	listStamp  int64
-	cpuNs      int64 // window metrics: CPU time
-	release    int64 // Periodic: current release; LatencyProbe: current deadline
-	waker      int32 // CPU of the waker for a pending wake event
-	cpuPos     int32
-	partner    int32
+	listStamp int64
+	cpuNs     int64 // window metrics: CPU time
+	release   int64 // Periodic: current release; LatencyProbe: current deadline
+	waker     int32 // CPU of the waker for a pending wake event
+	cpuPos    int32
+	partner   int32
 	// aff indexes sim.affs: the CPUs the task may run on
 	// (p->cpus_ptr); -1: every CPU.
 	aff         int32
@@ -326,6 +326,7 @@ type sim struct {
 	floorTab                                                       [floorBuckets]floorCosts
 	floorSpread                                                    bool
 	floorRnd                                                       uint64
+	spinRnd                                                        uint64 // spinOvershoot's stream
 	balanceIntervalNs                                              int64
 	// nrIdleScan is the flat LLC's sd_llc_shared->nr_idle_scan (SIS_UTIL),
 	// set by the periodic balances (balance.go).
@@ -463,6 +464,7 @@ func newSim(in *Input) (*sim, error) {
 	s.newidleNs = k0.NewidleBalanceNs
 	s.niRnd = in.Seed*0xd1b54a32d192ed03 + 0x8bb84b93962eacc9
 	s.initFloor(k0, n.Calibration)
+	s.spinRnd = s.in.Seed*0xbf58476d1ce4e5b9 + 0x94d049bb133111eb
 	// One flat sched_domain spanning all CPUs: min_interval = sd_weight ms
 	// (sd_init(), v6.x).
 	s.balanceIntervalNs = int64(n.CPUs) * 1_000_000

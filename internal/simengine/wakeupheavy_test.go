@@ -77,12 +77,16 @@ var wakeupHeavyCases = []wakeupHeavyCase{
 		// other work 0.00-0.02 CPU.
 		windows: [][2]float64{{1.454, 0.523}, {1.528, 0.456}, {1.622, 0.319}, {1.236, 0.746}, {1.796, 0.199}, {1.023, 0.968}, {1.194, 0.798},
 			{1.349, 0.612}, {1.584, 0.360}, {1.299, 0.668}, {1.332, 0.621}, {1.644, 0.322}, {1.388, 0.510},
-			{1.456, 0.529}, {1.521, 0.466}, {1.603, 0.388}},
-		miss: "the simulator captures more than the kernel when the pair group is the lighter one"},
+			{1.456, 0.529}, {1.521, 0.466}, {1.603, 0.388},
+			// 2 December 2026, 05:33 UTC, load 2.5, a 2 s window with
+			// 0.2 s of sched and read/write syscall tracing, other work
+			// 0.20 CPU.
+			{1.289, 0.512}},
+		miss: "the simulator captures more than the kernel when the pair group is the lighter one (1.98 on every seed)"},
 	{name: "3 pairs 20µs vs 4 hogs, 1:4", cpus: 2, pairs: 3, hogs: 4, workNs: 20_000, weightA: 25, weightB: 100,
 		windows: [][2]float64{{1.176, 0.800}, {1.155, 0.812}, {1.079, 0.729}, {1.064, 0.882}, {1.265, 0.710}, {1.244, 0.747}, {1.331, 0.663}, {1.267, 0.725},
 			{1.086, 0.863}, {1.082, 0.874}, {1.128, 0.757}, {1.109, 0.829}, {0.924, 1.024}, {1.079, 0.842}},
-		miss: "the kernel's pairs capture part of the CPU (0.92-1.33); the simulator's less (0.90-1.03 over seeds, the hogs 0.25 above the node's)"},
+		miss: "the kernel's pairs capture part of the CPU (0.92-1.33); the simulator's a little less (0.94-1.17 over seeds, the hogs 0.24 above the node's)"},
 	// Pinned (1 December 2026, 11:48-12:45 UTC, one window each; and
 	// 23:36-23:52 UTC, load 2.4-10, one 4 s window per run): the threshold
 	// between 1:2 and 1:4 with no balancing at all.
@@ -98,11 +102,17 @@ var wakeupHeavyCases = []wakeupHeavyCase{
 		// 0.52 / 0.65, 0.28 / 0.86 and 0.36 / 0.82 of it: both near the
 		// weights (0.2), or one captured in part.
 		windows: [][2]float64{{0.958, 0.982}, {1.363, 0.620}, {1.312, 0.616}, {1.039, 0.947}, {0.853, 1.061}, {1.585, 0.365},
-			{0.458, 1.534}, {1.171, 0.420}, {1.136, 0.849}, {1.174, 0.816}},
-		miss: "the kernel's pairs capture part of one CPU or of both (0.46-1.59 per window, median 1.15); the simulator's stay near their weight (0.48-0.72 over seeds)"},
+			{0.458, 1.534}, {1.171, 0.420}, {1.136, 0.849}, {1.174, 0.816},
+			// 2 December 2026, 05:32-05:39 UTC, load 1.5-4.8, 2 s windows
+			// with 0.2 s of sched tracing (the first two also with
+			// read/write syscall tracing); other work 0.13, 0.23, 0.06,
+			// 0.13 CPU. In each a CPU was captured for the whole traced
+			// 0.2 s and the other stayed at its weight.
+			{1.229, 0.636}, {1.271, 0.496}, {1.237, 0.713}, {1.457, 0.407}},
+		miss: "the kernel's pairs capture part of one CPU or of both (0.46-1.59 per window, median 1.20); the simulator's captures are shorter (0.66-1.13 over seeds)"},
 	{name: "pinned, 1 pair + 2 hogs per CPU, 1:4", cpus: 2, pairs: 2, hogs: 4, workNs: 20_000, weightA: 25, weightB: 100, pinned: true,
 		windows: [][2]float64{{0.532, 1.414}, {1.551, 0.434}, {1.154, 0.666}},
-		miss:    "the kernel's pairs capture part of the CPU (0.53-1.55 per window); the simulator's less (0.54-0.93 over seeds)"},
+		miss:    "the kernel's pairs capture part of the CPU (0.53-1.55 per window, the hogs' 0.67 with other work in the windows); the simulator's hogs get 0.23 more"},
 	// Pinned, longer messages (1 December 2026, 23:40-23:52 UTC, load 5.9-10,
 	// one 4 s window each): with 2 ms messages the hog did not run at all.
 	{name: "pinned, 1 pair + 1 hog per CPU, 200µs, 1:1", cpus: 2, pairs: 2, hogs: 2, workNs: 200_000, weightA: 100, weightB: 100, pinned: true,
@@ -147,8 +157,12 @@ func wakeupHeavyInput(c wakeupHeavyCase, kernel string) Input {
 	// of one group on one CPU lock into a single interleaving in which each
 	// blocking task is left delayed (DELAY_DEQUEUE) and woken before it is
 	// picked, so the group is never reweighted there: the three-pair cases
-	// then predicted 1.76/0.24 (docs/wakeup-heavy-groups.md).
-	in := Input{Node: Node{CPUs: c.cpus, Kernel: kernel}, DurationNs: 2e9, WarmupNs: 1e9, Seed: 1,
+	// then predicted 1.76/0.24 (docs/wakeup-heavy-groups.md). A 1 s
+	// warm-up and a 4 s window, as the measured windows: a CPU captured by
+	// the lighter pair group stays captured for hundreds of milliseconds to
+	// seconds, on the node and in the simulator, so a 2 s window sees one
+	// or two captures or none.
+	in := Input{Node: Node{CPUs: c.cpus, Kernel: kernel}, DurationNs: 4e9, WarmupNs: 1e9, Seed: 1,
 		Groups: []Group{
 			{Name: "A", Tasks: 2 * c.pairs, CPUWeight: c.weightA, Pattern: Pattern{Type: PingPong, RunNs: run}},
 			{Name: "B", Tasks: c.hogs, CPUWeight: c.weightB},
@@ -176,15 +190,18 @@ func wakeupHeavyInput(c wakeupHeavyCase, kernel string) Input {
 // with the measured CPU of each group. A row is a distribution on both
 // sides: the kernel's windows of one configuration differ by up to a whole
 // CPU (which CPUs the tasks land on, and when), and the simulator's runs by
-// seed. The rule: the median over seeds 1-5 of the predicted A and B CPU is
-// within 0.15 CPU of the median of the measured windows. Rows that miss the
+// seed. The rule: the median over seeds 1-10 of the predicted A and B CPU
+// is within 0.15 CPU of the median of the measured windows. Ten seeds, not
+// five: rows such as the one hog's are bimodal on both sides (3 of 11
+// windows with every pair on one CPU, 1.0 / 1.0; 4 of 20 seeds), and a
+// median of five flips with one seed. Rows that miss the
 // rule are kept in the table with the reason (c.miss) and logged with their
 // figures; the test fails if any other row misses it. It also checks that a
 // kernel without the v6.13 reweight placement (6.18.45, where it is
 // reverted) predicts the weight split instead, so the match comes from the
 // modelled kernel path and not from the workload.
 func TestWakeupHeavyGroupVsHogs(t *testing.T) {
-	const seeds = 5
+	const seeds = 10
 	for _, c := range wakeupHeavyCases {
 		var pa, pb []float64
 		for seed := uint64(1); seed <= seeds; seed++ {
@@ -273,7 +290,8 @@ func TestParseKernel(t *testing.T) {
 // preempted writer did its work on the next message (TestPreemptedWriterDoesItsWork),
 // 0.780 with it (hogs 0.930 -> 0.907); 0.748 / 0.941 once a delayed
 // partner's wake-up is placed against the writer's stale vruntime
-// (TestDelayedWakeePreemptsWriter).
+// (TestDelayedWakeePreemptsWriter); 0.768 / 0.919 once each message's spin
+// ends at a clock read (TestSpinEndsAtAClockRead).
 func TestSyncWakeupPreemptsWaker(t *testing.T) {
 	in := wakeupHeavyInput(wakeupHeavyCases[10], "6.18.44")
 	if c := wakeupHeavyCases[10]; !c.sessions || c.autogroupOff {
@@ -388,5 +406,44 @@ func TestDelayedWakeePreemptsWriter(t *testing.T) {
 	}
 	if f := (vol + inv) / msgs; f < 0.9 || f > 1.15 {
 		t.Errorf("%.2f switches per message, want about one (node 1.00-1.04)", f)
+	}
+}
+
+// TestSpinEndsAtAClockRead: a worker's spin reads its thread's CPU clock
+// with a system call of about 1.27 µs on the 2-CPU 6.18.44 node, so its work
+// ends up to one read past the target (spinOvershoot). Pinned, one pair and
+// one hog per CPU at 1:4, the node's CPUs are each either at their weight or
+// captured by the pair for hundreds of milliseconds to seconds (windows'
+// median 1.20 CPU for the pairs). With every spin ending exactly on its
+// target the simulator's lock step of each pair (the writer preempted by
+// the partner it wakes) broke in bursts, with lock-stepped stretches of up
+// to 12 ms during which the pair group's lag ran down from the clamp and
+// the capture ended: the pairs got 0.61 CPU (median of seeds 1-10). With
+// the read's granularity the breaks come spread out and the captures last:
+// 0.93.
+func TestSpinEndsAtAClockRead(t *testing.T) {
+	var c wakeupHeavyCase
+	for _, x := range wakeupHeavyCases {
+		if x.name == "pinned, 1 pair + 1 hog per CPU, 1:4" {
+			c = x
+		}
+	}
+	if c.name == "" {
+		t.Fatal("no pinned 1:4 case")
+	}
+	var pa []float64
+	for seed := uint64(1); seed <= 10; seed++ {
+		in := wakeupHeavyInput(c, "6.18.44")
+		in.Seed = seed
+		r, err := Run(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pa = append(pa, r.Groups[0].Metrics.CPU)
+	}
+	a := median(pa)
+	t.Logf("pinned 1:4: pairs' CPU, median of seeds 1-10 %.3f (node's windows: median 1.20; 0.61 with exact spin ends)", a)
+	if a < 0.8 {
+		t.Errorf("pinned 1:4: the pairs' CPU %.3f (median of 10 seeds), want at least 0.8: the lighter group's captures end too soon", a)
 	}
 }

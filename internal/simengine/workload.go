@@ -33,6 +33,41 @@ const pingWriteNs = 1_000
 // keeps the return from the blocking read() and schedule() on the way in.
 const pingReadNs = 1_000
 
+// spinClockReadNs is the CPU time between two reads of the thread's CPU
+// clock in a worker's spin (the agent's spinCPU() and the plain programs of
+// docs/wakeup-heavy-groups.md loop on clock_gettime(CLOCK_THREAD_CPUTIME_ID)
+// until it passes the end of the work). That clock has no vDSO path: each
+// read is a system call, posix_cpu_clock_get() -> cpu_clock_sample() ->
+// task_sched_runtime(), which runs update_curr() of the running task's
+// queue (kernel/time/posix-cpu-timers.c, kernel/sched/core.c,
+// v6.6..v6.18), so the work ends at the first read at or past its target,
+// up to one read's time late. Measured on the 2-CPU 6.18.44
+// node (2 December 2026, 05:40 UTC, 20 000 spins of 20 µs by a C loop
+// pinned to one CPU, load average 2.5): 1.27 µs of CPU time between two
+// reads (median; p5 1.24, p95 2.05), and the last read's overshoot past
+// the target spread over that period (p5 0.06, p25 0.33, p50 0.65, p75
+// 1.02 µs: uniform over one read). The agent's loop adds busy(100)
+// between reads; the read dominates.
+const spinClockReadNs = 1_270
+
+// spinOvershoot is how far past its target a spin's work ends: uniform over
+// one clock read (spinClockReadNs), drawn per spin from the run's own
+// stream (splitmix64), so the other draws of the run are not shifted. The
+// spread matters where two tasks' runs are compared to a microsecond: the
+// lock step of a ping-pong pair (the writer preempted by the partner it
+// wakes, see TestDelayedWakeePreemptsWriter) breaks at a message when the
+// partner's run exceeded the writer's by more than the write() costs, and
+// with every spin ending exactly on its target those breaks came in
+// bursts with lock-stepped stretches of up to 12 ms between them.
+func (s *sim) spinOvershoot() int64 {
+	s.spinRnd += 0x9e3779b97f4a7c15
+	z := s.spinRnd
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	z ^= z >> 31
+	return int64((z >> 11) % spinClockReadNs)
+}
+
 // The phases of a PingPong message (task.pingPhase).
 const (
 	pingWork uint8 = iota
@@ -145,6 +180,10 @@ func (s *sim) burstDone(ti int32) {
 			// returns at once. Either way the work on the reply follows.
 			t.pingPhase = pingWork
 			t.workEnd = se.sumExec + s.pingRun(t)
+			if t.pat.RunNs > 0 {
+				// The spin ends at its first clock read past the work.
+				t.workEnd += s.spinOvershoot()
+			}
 			s.blockTask(ti)
 			if t.state == tsQueued {
 				// The return from read() that a blocked reader pays when
