@@ -154,8 +154,12 @@ func run(ctx context.Context, stdout, stderr io.Writer, f *runFlags, args []stri
 			cpus = caps.CPUs
 		}
 		cal := experiment.WithWindowNoise(st.Calibration, st.Windows, cpus)
+		popts.Foreign = experiment.ForeignTasks(cpus, spec.Duration.Duration, st.Windows)
+		if n, cpu := experiment.ForeignSummary(popts.Foreign); n > 0 {
+			fmt.Fprintf(stderr, "predictions run %d threads of other processes beside the workload (%.3f CPUs, the windows' mean per variant)\n", n, cpu)
+		}
 		if cal != nil {
-			fmt.Fprintf(stderr, "predictions count %.1f%% of the CPUs as taken by other processes (the windows' mean)\n", 100*cal.BackgroundLoad)
+			fmt.Fprintf(stderr, "predictions count %.1f%% of the CPUs as taken by other processes (the windows' mean, beyond those threads)\n", 100*cal.BackgroundLoad)
 		}
 		shape, popts = experiment.WithNodeCalibration(shape, cal, popts)
 		preds, perr = experiment.Predict(spec, []v1alpha1.NodeShape{shape}, popts)

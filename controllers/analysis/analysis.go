@@ -46,6 +46,10 @@ func (a Analyzer) Analyze(ctx context.Context, in controllers.AnalyzeInput) (*co
 	// The CPU other processes took in a node's windows is its background
 	// load (experiment.WithWindowNoise).
 	cals := map[string][]*v1alpha1.NodeCalibration{}
+	// The threads of other processes in a node's windows run as tasks
+	// beside the workload (experiment.ForeignTasks), pooled over the
+	// shape's nodes.
+	windows := map[string][][]v1alpha1.WindowResult{}
 	for i := range runs {
 		st := &runs[i].Status
 		var cpus int32
@@ -58,11 +62,13 @@ func (a Analyzer) Analyze(ctx context.Context, in controllers.AnalyzeInput) (*co
 				name = nodeShape(&runs[i], shapes)
 			}
 			cals[name] = append(cals[name], c)
+			windows[name] = append(windows[name], st.Windows)
 		}
 	}
 	var preds []experiment.Prediction
 	for _, shape := range shapes {
 		s, o := experiment.WithNodeCalibration(shape, experiment.MedianCalibration(cals[experiment.ShapeName(shape)]), opts)
+		o.Foreign = experiment.ForeignTasks(shape.CPUs, sp.Duration.Duration, windows[experiment.ShapeName(shape)]...)
 		p, err := experiment.Predict(sp, []v1alpha1.NodeShape{s}, o)
 		if err != nil {
 			return nil, err

@@ -81,6 +81,10 @@ type PredictOptions struct {
 	// Replicas overrides spec.simulation.replicas when positive: the
 	// number of independent seeds (seed, seed+1, …) each prediction runs.
 	Replicas int
+	// Foreign are tasks outside the experiment that run beside it, per
+	// variant name: the node's other processes as its windows measured
+	// them (ForeignTasks). They are in no prediction's metrics.
+	Foreign map[string][]simengine.Group
 }
 
 // DefaultReplicas is the number of seeds a prediction runs when
@@ -348,6 +352,7 @@ func SimInput(spec *v1alpha1.SchedExperimentSpec, variant int, shape v1alpha1.No
 		}
 		in.Groups = append(in.Groups, sg)
 	}
+	in.Groups = append(in.Groups, opts.Foreign[spec.Variants[variant].Name]...)
 	return in, nil
 }
 
@@ -576,14 +581,16 @@ func WithNodeCalibration(shape v1alpha1.NodeShape, cal *v1alpha1.NodeCalibration
 // at the rate the others left (Calibration.BackgroundLoad, as IRQ time is
 // left out of rq_clock_task). The calibration window's own background load
 // (interrupts, soft interrupts and steal) is part of the windows' noise, so
-// the larger of the two is kept, not their sum. Windows not run
+// the larger of the two is kept, not their sum. The CPU of the noise
+// threads that ForeignTasks runs as tasks is not counted again: the caller
+// passes those tasks (PredictOptions.Foreign) with this calibration. Windows not run
 // (unsupported) do not count; without windows or CPUs cal is returned as is.
 func WithWindowNoise(cal *v1alpha1.NodeCalibration, windows []v1alpha1.WindowResult, cpus int32) *v1alpha1.NodeCalibration {
 	var sum float64
 	var n int
 	for i := range windows {
 		if windows[i].Unsupported == "" && len(windows[i].Groups) > 0 {
-			sum += max(windows[i].NoiseCPU, 0)
+			sum += max(windows[i].NoiseCPU-foreignCPU(&windows[i], cpus), 0)
 			n++
 		}
 	}

@@ -19,7 +19,7 @@ func TestNoiseSources(t *testing.T) {
 		10: {name: "kdamond.0", start: 5, cpu: 100 * ms, threads: map[int]threadCPU{10: {cpu: 100 * ms, runs: 40, wakeups: 38}}},
 		11: {name: "worker", start: 7, cpu: 0},
 		12: {name: "go", start: 9, cpu: 500 * ms, threads: map[int]threadCPU{12: {cpu: 500 * ms, runs: 900}}}, // ended; pid 12 reused below
-		13: {name: "idle-ish", start: 9, cpu: 1 * ms}, // too little to name
+		13: {name: "idle-ish", start: 9, cpu: 1 * ms},                                                         // too little to name
 		14: {name: "sshd", start: 3, cpu: 0},
 		15: {name: "compile", start: 20, cpu: 0, threads: map[int]threadCPU{15: {}, 16: {cpu: 5 * ms, runs: 3}}},
 	}
@@ -30,7 +30,7 @@ func TestNoiseSources(t *testing.T) {
 		// Born in the window: all of it, 0.06; its thread too.
 		12: {name: "link", start: 40, cpu: 120 * ms, threads: map[int]threadCPU{12: {cpu: 120 * ms, runs: 30, wakeups: 29}}},
 		13: {name: "idle-ish", start: 9, cpu: 3 * ms}, // 0.001: below the floor
-		14: {name: "sshd", start: 3, cpu: 40 * ms},   // 0.02, threads unread
+		14: {name: "sshd", start: 3, cpu: 40 * ms},    // 0.02, threads unread
 		// 0.04: a busy thread, one below the thread floor, one gone.
 		15: {name: "compile", start: 20, cpu: 80 * ms, threads: map[int]threadCPU{15: {cpu: 75 * ms, runs: 10, wakeups: 9}, 16: {cpu: 5*ms + 500*time.Microsecond, runs: 4, wakeups: 1}}},
 	}

@@ -365,4 +365,3 @@ func tasks(spec *v1alpha1.SchedExperimentSpec, replicas []host.Replica, rep int)
 	}
 	return out
 }
-

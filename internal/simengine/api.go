@@ -251,6 +251,12 @@ const (
 	PingPong     PatternType = "PingPong"
 	Burst        PatternType = "Burst"
 	Server       PatternType = "Server"
+	// Foreign is a task outside the experiment: one of the node's other
+	// processes or kernel threads, measured in the agent's windows (see
+	// Pattern.MeanRunNs). Groups of this pattern load the CPUs like any
+	// other but are left out of the Result: its Groups, every Share and
+	// CPUUtilization.
+	Foreign PatternType = "Foreign"
 )
 
 // Pattern describes what each task of a group does.
@@ -264,7 +270,11 @@ type Pattern struct {
 	PeriodNs int64 `json:"periodNs,omitempty"`
 	// IntervalNs is the LatencyProbe interval.
 	IntervalNs int64 `json:"intervalNs,omitempty"`
-	// MeanRunNs and MeanSleepNs are the Burst means (exponential distributions).
+	// MeanRunNs and MeanSleepNs are the Burst means (exponential
+	// distributions). A Foreign task runs bursts of MeanRunNs on average,
+	// Erlang-distributed of shape 4 (a coefficient of variation of 0.5),
+	// and sleeps between them exponentially with mean MeanSleepNs, its
+	// first sleep included (see foreignRun).
 	MeanRunNs   int64 `json:"meanRunNs,omitempty"`
 	MeanSleepNs int64 `json:"meanSleepNs,omitempty"`
 	// Server is the request process of a Server pattern (see server.go).
@@ -303,6 +313,10 @@ type Group struct {
 	// Session, when set, puts the tasks outside any cgroup in that session,
 	// which autogroup turns into one task group per session.
 	Session string `json:"session,omitempty"`
+	// Root puts the tasks in the root task group whatever the autogroup
+	// knob, as kernel threads are (they belong to init's default
+	// autogroup, which is the root: autogroup_task_group(), v6.12).
+	Root bool `json:"root,omitempty"`
 	// Parent names an earlier group (with Replicas 1) whose cgroup this
 	// group's cgroups nest under.
 	Parent  string  `json:"parent,omitempty"`

@@ -171,7 +171,9 @@ func (s *sim) switchIn(c, ti int32, fromIdle bool) {
 			cost += s.armCPUNs
 		}
 	}
-	if cost > 0 && t.workEnd != never {
+	// A Foreign task's bursts are its measured CPU time per wake-up,
+	// which holds its wake-up path already.
+	if cost > 0 && t.workEnd != never && t.kind != patForeign {
 		t.workEnd += s.scaleExec(cost)
 	}
 	s.armRunEnd(c)

@@ -250,7 +250,9 @@ func (s *sim) result() *Result {
 	}
 	var totalCPU float64
 	for i := range s.tasks {
-		totalCPU += float64(s.tasks[i].cpuNs)
+		if s.tasks[i].kind != patForeign {
+			totalCPU += float64(s.tasks[i].cpuNs)
+		}
 	}
 	totalCPU *= scale / dur
 	ti := 0
@@ -261,6 +263,10 @@ func (s *sim) result() *Result {
 			reps = 1
 		}
 		nt := reps * g.Tasks
+		if g.Pattern.Type == Foreign {
+			ti += nt
+			continue
+		}
 		gr := GroupResult{Name: g.Name, Tasks: nt, PerTask: make([]Metrics, 0, nt)}
 		var gh *histogram
 		var gcpu, gvol, ginv, gops float64

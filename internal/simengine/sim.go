@@ -48,6 +48,7 @@ const (
 	patPingPong
 	patBurst
 	patServer
+	patForeign
 )
 
 // Task states.
@@ -518,6 +519,9 @@ func (s *sim) build() {
 		g := &in.Groups[i]
 		reps := max(g.Replicas, 1)
 		nTasks += reps * g.Tasks
+		if g.Root {
+			continue
+		}
 		if g.Session == "" {
 			nTG += reps
 		} else if !sessions[g.Session] {
@@ -552,6 +556,10 @@ func (s *sim) build() {
 		reps := g.Replicas
 		if reps == 0 {
 			reps = 1
+		}
+		if g.Root {
+			groupTG[gi] = nil
+			continue
 		}
 		if g.Session != "" {
 			if !autogroup {
@@ -626,6 +634,8 @@ func (s *sim) build() {
 			kind = patBurst
 		case Server:
 			kind = patServer
+		case Foreign:
+			kind = patForeign
 		}
 		slack := g.TimerSlackNs
 		if slack == 0 {
@@ -670,7 +680,7 @@ func (s *sim) build() {
 				if kind == patPingPong {
 					t.partner = first + int32(i^1)
 				}
-				if kind != patHog {
+				if kind != patHog && kind != patForeign {
 					t.hist = &histogram{}
 				}
 				s.tasks = append(s.tasks, t)
@@ -766,6 +776,12 @@ func (s *sim) start() {
 		case patBurst:
 			t.workEnd = s.expDraw(t, t.pat.MeanRunNs)
 			s.wakeNewTask(ti)
+		case patForeign:
+			// Already running when the window's simulation starts: its
+			// first wake-up comes after a sleep of random length.
+			t.workEnd = s.foreignRun(t)
+			t.state = tsSleeping
+			s.armTimer(ti, s.now+s.expDraw(t, t.pat.MeanSleepNs))
 		case patPingPong:
 			t.workEnd = s.pingRun(t)
 			if ti < t.partner {
@@ -1190,5 +1206,7 @@ func (s *sim) accountTask(ti int32, from, to int64) {
 	}
 	t := &s.tasks[ti]
 	t.cpuNs += to - from
-	s.cpus[t.cpu].busyNs += to - from
+	if t.kind != patForeign {
+		s.cpus[t.cpu].busyNs += to - from
+	}
 }

@@ -323,7 +323,11 @@ func validate(in *Input) error {
 				return fmt.Errorf("%s: sliceNs is %d; set it between 100000 (0.1ms) and 100000000 (100ms), as the kernel clamps", where, g.SliceNs)
 			}
 		}
-		if g.Session != "" {
+		if g.Root {
+			if g.Session != "" || g.Parent != "" || g.CPUWeight != 0 || g.CPUMaxQuotaNs != 0 || g.CPUIdle || g.CPUMaxPeriodNs != 0 || g.Replicas > 1 {
+				return fmt.Errorf("%s: a root group is in no cgroup and no session; remove session, parent, cpuWeight, cpuMax, cpuIdle and replicas, or root", where)
+			}
+		} else if g.Session != "" {
 			if g.Parent != "" {
 				return fmt.Errorf("%s: session and parent are exclusive (session tasks are outside any cgroup); remove one", where)
 			}
@@ -345,8 +349,8 @@ func validate(in *Input) error {
 			if p.Replicas > 1 {
 				return fmt.Errorf("%s: parent %q has %d replicas; a parent must have replicas 1", where, g.Parent, p.Replicas)
 			}
-			if p.Session != "" {
-				return fmt.Errorf("%s: parent %q is a session group without a cgroup; choose a cgroup group as parent", where, g.Parent)
+			if p.Session != "" || p.Root {
+				return fmt.Errorf("%s: parent %q is a session or root group without a cgroup; choose a cgroup group as parent", where, g.Parent)
 			}
 		}
 		if err := validatePattern(where, g); err != nil {
@@ -386,12 +390,12 @@ func validatePattern(where string, g *Group) error {
 		if err := validateServer(where, g); err != nil {
 			return err
 		}
-	case Burst:
+	case Burst, Foreign:
 		if p.MeanRunNs < 1000 || p.MeanSleepNs < 1000 {
-			return fmt.Errorf("%s: a Burst pattern needs meanRunNs >= 1000 and meanSleepNs >= 1000", where)
+			return fmt.Errorf("%s: a %s pattern needs meanRunNs >= 1000 and meanSleepNs >= 1000", where, p.Type)
 		}
 	default:
-		return fmt.Errorf("%s: pattern type %q is unknown; use Hog, Periodic, LatencyProbe, PingPong or Burst", where, p.Type)
+		return fmt.Errorf("%s: pattern type %q is unknown; use Hog, Periodic, LatencyProbe, PingPong, Burst, Server or Foreign", where, p.Type)
 	}
 	return nil
 }

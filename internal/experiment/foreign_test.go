@@ -1,0 +1,103 @@
+package experiment
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/schedlab/schedlab/api/v1alpha1"
+	"github.com/schedlab/schedlab/internal/simengine"
+)
+
+func noiseWindows() []v1alpha1.WindowResult {
+	g := []v1alpha1.GroupMeasurement{{Name: "hogs"}}
+	kd := v1alpha1.NoiseSource{Name: "kdamond.0", PID: 78, CPU: 0.01, KernelThread: true, Cgroup: "/",
+		Threads: []v1alpha1.NoiseThread{{TID: 78, CPU: 0.01, Runs: 30, Wakeups: 20, Policy: "Other", CPUs: "0-1"}}}
+	return []v1alpha1.WindowResult{
+		{Variant: "on", Repetition: 0, NoiseCPU: 0.05, Groups: g, NoiseSources: []v1alpha1.NoiseSource{
+			kd,
+			{Name: "bash", PID: 500, CPU: 0.004, Cgroup: "/", Autogroup: 42, Threads: []v1alpha1.NoiseThread{
+				{TID: 500, CPU: 0.004, Runs: 50, Wakeups: 40, Policy: "Other", Nice: 5, CPUs: "1"}}},
+			{Name: "link", PID: 600, CPU: 0.02, Cgroup: "/devbg/job", CgroupShares: 3, CgroupIdle: true, Autogroup: 7, Threads: []v1alpha1.NoiseThread{
+				{TID: 600, CPU: 0.02, Runs: 3, Wakeups: 0, Policy: "Batch", CPUs: "0-1"}}},
+			{Name: "migration/0", PID: 20, CPU: 0.003, KernelThread: true, Cgroup: "/", Threads: []v1alpha1.NoiseThread{
+				{TID: 20, CPU: 0.003, Runs: 100, Wakeups: 100, Policy: "FIFO", RTPriority: 99, CPUs: "0"}}},
+			{Name: "pinned", PID: 700, CPU: 0.002, Cgroup: "/", Threads: []v1alpha1.NoiseThread{
+				{TID: 700, CPU: 0.002, Runs: 5, Wakeups: 5, Policy: "Other", CPUs: "7"}}},
+		}},
+		{Variant: "on", Repetition: 1, NoiseCPU: 0.03, Groups: g, NoiseSources: []v1alpha1.NoiseSource{kd}},
+		{Variant: "off", Repetition: 0, NoiseCPU: 0.02, Groups: g}, // an older window: no sources
+		{Variant: "x", Unsupported: "no autogroup", NoiseSources: []v1alpha1.NoiseSource{kd}},
+	}
+}
+
+// The noise threads of a node's windows become Foreign tasks in their
+// groups, with their mean CPU, wake-up rate and burst per variant.
+func TestForeignTasks(t *testing.T) {
+	f := ForeignTasks(2, 10*time.Second, noiseWindows())
+	if _, ok := f["off"]; ok || len(f) != 1 {
+		t.Fatalf("variants %v, want only on (off has no sources, x was not run)", f)
+	}
+	fg := func(run, sleep int64) simengine.Pattern {
+		return simengine.Pattern{Type: simengine.Foreign, MeanRunNs: run, MeanSleepNs: sleep}
+	}
+	want := []simengine.Group{
+		// Two windows of 10 s: 0.01 CPU in both, 20 wake-ups in each:
+		// 5 ms every 500 ms.
+		{Name: "foreign:0/kdamond.0/78/78", Tasks: 1, Root: true, Policy: "Other", Pattern: fg(5_000_000, 495_000_000)},
+		// In one window of two: 40 ms in 40 wake-ups over 20 s.
+		{Name: "foreign:0/bash/500/500", Tasks: 1, Nice: 5, Policy: "Other", CPUs: []int32{1}, Session: "foreign:0/autogroup-42", Pattern: fg(1_000_000, 499_000_000)},
+		// Never blocked: one burst of its 200 ms a window.
+		{Name: "foreign:0/cgroup/devbg", Replicas: 1, CPUWeight: 1, CPUIdle: true, Pattern: fg(1000, 1000)},
+		{Name: "foreign:0/link/600/600", Tasks: 1, Policy: "Batch", Parent: "foreign:0/cgroup/devbg", Pattern: fg(200_000_000, 19_800_000_000)},
+	}
+	if got := f["on"]; !reflect.DeepEqual(got, want) {
+		t.Errorf("got\n%+v\nwant\n%+v", got, want)
+	}
+	// The background load counts what the tasks do not: (0.05-0.034 +
+	// 0.03-0.01 + 0.02) / 3 windows / 2 CPUs.
+	cal := WithWindowNoise(nil, noiseWindows(), 2)
+	near := func(got, want float64) bool { return got > want-1e-9 && got < want+1e-9 }
+	if !near(cal.BackgroundLoad, (0.016+0.02+0.02)/3/2) {
+		t.Errorf("background load %v, want %v", cal.BackgroundLoad, (0.016+0.02+0.02)/3/2)
+	}
+	if n, cpu := ForeignSummary(f); n != 3 || !near(cpu, 0.01+0.002+0.01) {
+		t.Errorf("summary %d tasks %.4f CPUs, want 3 and 0.022", n, cpu)
+	}
+}
+
+// Without noise threads (a run of an older agent, Simulate mode) the
+// prediction is as it was: no Foreign tasks, the whole noise as background.
+func TestForeignTasksNone(t *testing.T) {
+	ws := noiseWindows()
+	for i := range ws {
+		for j := range ws[i].NoiseSources {
+			ws[i].NoiseSources[j].Threads = nil
+		}
+	}
+	if f := ForeignTasks(2, 10*time.Second, ws); f != nil {
+		t.Errorf("foreign tasks %v from windows without threads", f)
+	}
+	if f := ForeignTasks(2, 10*time.Second); f != nil {
+		t.Errorf("foreign tasks %v without windows", f)
+	}
+	cal := WithWindowNoise(nil, ws, 2)
+	if want := (0.05 + 0.03 + 0.02) / 3 / 2; cal.BackgroundLoad < want-1e-9 || cal.BackgroundLoad > want+1e-9 {
+		t.Errorf("background load %v, want %v", cal.BackgroundLoad, want)
+	}
+	// And the simulation input is the same as with no options at all.
+	spec := &v1alpha1.SchedExperimentSpec{Duration: metav1.Duration{Duration: time.Second}, Variants: []v1alpha1.Variant{{Name: "on"}},
+		Workload: v1alpha1.Workload{Groups: []v1alpha1.Group{{Name: "hogs", Pattern: &v1alpha1.Pattern{Type: v1alpha1.PatternHog}}}}}
+	shape := ShapeForKernel(2, "6.18")
+	a, err1 := SimInput(spec, 0, shape, PredictOptions{})
+	b, err2 := SimInput(spec, 0, shape, PredictOptions{Foreign: ForeignTasks(2, time.Second, ws)})
+	if err1 != nil || err2 != nil || !reflect.DeepEqual(a, b) {
+		t.Errorf("inputs differ without noise threads (%v, %v)", err1, err2)
+	}
+	c, _ := SimInput(spec, 0, shape, PredictOptions{Foreign: ForeignTasks(2, time.Second, noiseWindows())})
+	if len(c.Groups) != len(a.Groups)+4 {
+		t.Errorf("%d groups with the noise threads, want %d", len(c.Groups), len(a.Groups)+4)
+	}
+}
