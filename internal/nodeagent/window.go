@@ -203,11 +203,15 @@ type sample struct {
 	busy  time.Duration
 	at    time.Time
 	usage map[string]time.Duration // replica dir → own CPU time (without child replicas)
-	procs map[int]procCPU          // every process's CPU time, by pid
+	// usageAt is when each usage was read (the middle of its reading): a
+	// starved agent reads one cgroup and the next far apart, so each
+	// replica's rate is over its own interval.
+	usageAt map[string]time.Time
+	procs   map[int]procCPU // every process's CPU time, by pid
 }
 
 func (r *runner) sample(replicas []host.Replica) (sample, error) {
-	s := sample{usage: map[string]time.Duration{}, at: time.Now()}
+	s := sample{usage: map[string]time.Duration{}, usageAt: map[string]time.Time{}, at: time.Now()}
 	pfs, err := procfs.NewFS(r.fsys.Abs("/proc"))
 	if err != nil {
 		return s, err
@@ -221,6 +225,7 @@ func (r *runner) sample(replicas []host.Replica) (sample, error) {
 	s.busy = time.Duration(busy * float64(time.Second))
 	s.procs = readProcCPU(pfs, r.fsys.Abs("/proc"))
 	for _, rep := range replicas {
+		r0 := time.Now()
 		u, _, err := r.cg.Usage(rep.Dir)
 		if err != nil {
 			return s, err
@@ -233,6 +238,7 @@ func (r *runner) sample(replicas []host.Replica) (sample, error) {
 			u -= cu
 		}
 		s.usage[rep.Dir] = u
+		s.usageAt[rep.Dir] = r0.Add(time.Since(r0) / 2)
 	}
 	return s, nil
 }
@@ -257,15 +263,15 @@ func (r *runner) metrics(win *workload.Window, replicas []host.Replica, before, 
 	hasCgroup := map[string]bool{}
 	for _, rep := range replicas {
 		hasCgroup[rep.Group] = true
-		cgroupCPU[rep.Group] += (after.usage[rep.Dir] - before.usage[rep.Dir]).Seconds() / wall
+		cgroupCPU[rep.Group] += (after.usage[rep.Dir] - before.usage[rep.Dir]).Seconds() / after.usageAt[rep.Dir].Sub(before.usageAt[rep.Dir]).Seconds()
 	}
 	var out []v1alpha1.GroupMeasurement
 	var perturbed []string
 	var total, tasksCPU float64
 	workers := map[int]bool{}
-	for _, t := range win.Tasks {
-		tasksCPU += float64(t.CPUNs) / 1e9 / secs
-		workers[t.PID] = true
+	for i := range win.Tasks {
+		tasksCPU += win.Tasks[i].CPU(win)
+		workers[win.Tasks[i].PID] = true
 	}
 	for i := range r.spec.Workload.Groups {
 		g := &r.spec.Workload.Groups[i]

@@ -18,14 +18,14 @@ func GroupMetrics(w *Window, group string) v1alpha1.Metrics {
 	if w == nil || w.Duration <= 0 {
 		return m
 	}
-	secs := w.Duration.Seconds()
+	// Rates are summed task by task, each over the task's own window.
 	var (
-		n                      int
-		cpuNs, vol, invol, ops int64
-		periods, misses        int64
-		arrivals, dropped      int64
-		pattern                v1alpha1.PatternType
-		lat                    = NewHistogram()
+		n                    int
+		cpu, vol, invol, ops float64
+		periods, misses      int64
+		arrivals, dropped    float64
+		pattern              v1alpha1.PatternType
+		lat                  = NewHistogram()
 	)
 	for i := range w.Tasks {
 		t := &w.Tasks[i]
@@ -34,22 +34,23 @@ func GroupMetrics(w *Window, group string) v1alpha1.Metrics {
 		}
 		n++
 		pattern = t.Pattern
-		cpuNs += t.CPUNs
-		vol += t.Voluntary
-		invol += t.Involuntary
-		ops += t.Ops
+		secs := t.seconds(w)
+		cpu += float64(t.CPUNs) / 1e9 / secs
+		vol += float64(t.Voluntary) / secs
+		invol += float64(t.Involuntary) / secs
+		ops += float64(t.Ops) / secs
 		periods += t.Periods
 		misses += t.Misses
-		arrivals += t.Arrivals
-		dropped += t.Dropped
+		arrivals += float64(t.Arrivals) / secs
+		dropped += float64(t.Dropped) / secs
 		lat.Merge(t.Latency)
 	}
 	if n == 0 {
 		return m
 	}
-	m.CPU = float64(cpuNs) / 1e9 / secs
+	m.CPU = cpu
 	m.CPUPerTask = m.CPU / float64(n)
-	m.CtxSwitchesPerSec = &v1alpha1.ContextSwitches{Voluntary: float64(vol) / secs, Involuntary: float64(invol) / secs}
+	m.CtxSwitchesPerSec = &v1alpha1.ContextSwitches{Voluntary: vol, Involuntary: invol}
 	if pattern == v1alpha1.PatternServer {
 		// Request latency (scheduled arrival to completion), completed
 		// requests and dropped arrivals per second, as the simulator
@@ -59,7 +60,7 @@ func GroupMetrics(w *Window, group string) v1alpha1.Metrics {
 			s.P95 = float64(lat.Quantile(0.95)) / 1e3
 		}
 		m.RequestLatencyUs = &s
-		of, tp, dr := float64(arrivals)/secs, float64(ops)/secs, float64(dropped)/secs
+		of, tp, dr := arrivals, ops, dropped
 		m.Offered, m.Throughput, m.Dropped, m.OpsPerSec = &of, &tp, &dr, &tp
 		return m
 	}
@@ -68,7 +69,7 @@ func GroupMetrics(w *Window, group string) v1alpha1.Metrics {
 		m.WakeupLatencyUs = &s
 		f := lat.LateFraction()
 		m.LateFraction = &f
-		o := float64(ops) / secs
+		o := ops
 		m.OpsPerSec = &o
 	}
 	if pattern == v1alpha1.PatternPeriodic {
@@ -87,19 +88,31 @@ func Shares(w *Window) map[string]float64 {
 	if w == nil {
 		return out
 	}
-	var total int64
-	for _, t := range w.Tasks {
-		total += t.CPUNs
-		out[t.Group] += 0
+	var total float64
+	for i := range w.Tasks {
+		total += w.Tasks[i].CPU(w)
+		out[w.Tasks[i].Group] += 0
 	}
 	if total <= 0 {
 		return out
 	}
-	for _, t := range w.Tasks {
-		out[t.Group] += float64(t.CPUNs) / float64(total)
+	for i := range w.Tasks {
+		out[w.Tasks[i].Group] += w.Tasks[i].CPU(w) / total
 	}
 	return out
 }
+
+// seconds is the length of t's own window (TaskStats.Window), or of w's
+// where the task has none.
+func (t *TaskStats) seconds(w *Window) float64 {
+	if t.Window > 0 {
+		return t.Window.Seconds()
+	}
+	return w.Duration.Seconds()
+}
+
+// CPU is the CPUs t used over its own window in w.
+func (t *TaskStats) CPU(w *Window) float64 { return float64(t.CPUNs) / 1e9 / t.seconds(w) }
 
 // WindowMetrics is GroupMetrics for every group of the window, with Share
 // filled in.
@@ -125,7 +138,7 @@ func GroupInvariants(w *Window, group string) *v1alpha1.WorkerInvariants {
 		return nil
 	}
 	var inv v1alpha1.WorkerInvariants
-	var side int64
+	var side float64
 	n := 0
 	for i := range w.Tasks {
 		t := &w.Tasks[i]
@@ -136,13 +149,13 @@ func GroupInvariants(w *Window, group string) *v1alpha1.WorkerInvariants {
 		inv.WorkVoluntary += t.Voluntary
 		inv.WorkInvoluntary += t.Involuntary
 		inv.PatternBlocks += t.Blocks
-		side += t.SideCPUNs
+		side += float64(t.SideCPUNs) / 1e9 / t.seconds(w)
 		inv.SideSwitches += t.SideSwitches
 	}
 	if n == 0 {
 		return nil
 	}
-	inv.SideCPU = float64(side) / 1e9 / w.Duration.Seconds()
+	inv.SideCPU = side
 	return &inv
 }
 

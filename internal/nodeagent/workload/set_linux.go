@@ -49,6 +49,7 @@ type proc struct {
 	enc    *json.Encoder
 	dec    *json.Decoder
 	base   procCounters
+	baseAt time.Time // the middle of the reading of base
 	slot   *slot
 	slotAt slotSnap
 	placed Placement
@@ -562,11 +563,12 @@ func (s *Set) Begin() error {
 		return errors.New("workload: Begin after Stop")
 	}
 	t0 := time.Now()
-	for _, p := range s.tasks {
+	for i, p := range s.tasks {
 		// The pattern's counters before the thread's, here, and after them
 		// at End: a sleep that falls between the two readings is then
 		// counted in the window's blocks and never only in its voluntary
 		// switches, so an edge never looks like a perturbation.
+		r0 := time.Now()
 		p.slotAt = readSlot(p.slot)
 		if p.slotAt.state != 1 {
 			return fmt.Errorf("workload: begin: %s has not started its work loop", p)
@@ -575,7 +577,10 @@ func (s *Set) Begin() error {
 		if err != nil {
 			return fmt.Errorf("workload: begin: %w", err)
 		}
-		p.base = c
+		p.base, p.baseAt = c, midpoint(r0)
+		if afterTaskRead != nil {
+			afterTaskRead(false, i)
+		}
 	}
 	for _, l := range s.leaders {
 		c, err := readCounters(s.fs, l.pid, 0)
@@ -584,10 +589,14 @@ func (s *Set) Begin() error {
 		}
 		l.base = c
 	}
-	// Reading many workers' counters takes a while on a loaded machine; End
-	// reads them in the same order, so the window runs from the middle of
-	// one reading to the middle of the other.
-	s.began = t0.Add(time.Since(t0) / 2)
+	// Reading many workers' counters takes a while on a loaded machine, and
+	// the reader may be starved halfway (a captured CPU gives the agent as
+	// little as it gives starved hogs: the readings of one task and the next
+	// were seen a second apart). Every task's rates are therefore taken over
+	// its own window, from its reading here to its reading at End; the Set's
+	// window runs from the middle of one whole reading to the middle of the
+	// other.
+	s.began = midpoint(t0)
 	s.open = true
 	return nil
 }
@@ -607,15 +616,20 @@ func (s *Set) End() (*Window, error) {
 	w := &Window{Tasks: make([]TaskStats, len(s.tasks))}
 	t0 := time.Now()
 	for i, p := range s.tasks {
+		r0 := time.Now()
 		c, err := readCounters(s.fs, p.pid, p.tid)
 		if err != nil {
 			return nil, fmt.Errorf("workload: end: %w", err)
 		}
 		d := c.sub(p.base)
 		now := readSlot(p.slot)
+		own := midpoint(r0).Sub(p.baseAt)
+		if afterTaskRead != nil {
+			afterTaskRead(true, i)
+		}
 		hist, ops, periods, misses, blocks := now.since(p.slotAt)
 		t := s.spec.Tasks[i]
-		w.Tasks[i] = TaskStats{Group: t.Group, Replica: t.Replica, Index: t.Index, PID: p.pid, Pattern: t.Pattern.Type,
+		w.Tasks[i] = TaskStats{Group: t.Group, Replica: t.Replica, Index: t.Index, PID: p.pid, Pattern: t.Pattern.Type, Window: own,
 			CPUNs: d.cpuNs, RunDelayNs: d.runDelayNs, Voluntary: d.voluntary, Involuntary: d.involuntary,
 			Blocks: blocks, SideCPUNs: d.sideCPUNs, SideSwitches: d.sideSwitches,
 			Latency: hist, Ops: ops, Periods: periods, Misses: misses,
@@ -636,9 +650,17 @@ func (s *Set) End() (*Window, error) {
 			}
 		}
 	}
-	w.Duration = t0.Add(time.Since(t0) / 2).Sub(s.began)
+	w.Duration = midpoint(t0).Sub(s.began)
 	return w, nil
 }
+
+// midpoint is the middle of the time from t0 to now.
+func midpoint(t0 time.Time) time.Time { return t0.Add(time.Since(t0) / 2) }
+
+// afterTaskRead, when set (by tests), runs after Begin (end false) or End
+// (end true) read task i's counters: a test stalls the reader there, as a
+// starved agent is.
+var afterTaskRead func(end bool, i int)
 
 // Stop SIGKILLs every worker and session leader, reaps them, and checks
 // through /proc that none survives (by pid and start time, and by the run id

@@ -108,6 +108,13 @@ type TaskStats struct {
 	PID     int
 	Pattern v1alpha1.PatternType
 
+	// Window is this task's own window: from the middle of the reading of
+	// its counters at Begin to the middle of the reading at End. Its rates
+	// (CPU, switches, ops per second) are over this, not over the Set's
+	// Duration: a reader starved halfway through the workers reads them at
+	// times a good part of a second apart.
+	Window time.Duration
+
 	// CPUNs is CPU time over the window, summed over all threads of the
 	// worker (as the cgroup's accounting counts it). RunDelayNs (time
 	// runnable but waiting on a run queue), Voluntary and Involuntary

@@ -908,3 +908,48 @@ func TestPinnedToAMissingCPU(t *testing.T) {
 		t.Errorf("a failed Start left workers %v", left)
 	}
 }
+
+// TestStarvedReaderRates: a reader starved halfway through the workers'
+// counters (a captured CPU gives the agent as little as it gives starved
+// hogs) reads one task and the next far apart. Every task's rates are over
+// its own window: a hog pinned alone to a CPU, read 600 ms before the next
+// task at Begin, still measures at most one CPU. Over the Set's window,
+// which starts in the middle of that reading, it would measure about 1.2.
+func TestStarvedReaderRates(t *testing.T) {
+	if runtime.NumCPU() < 2 {
+		t.Skip("needs 2 CPUs")
+	}
+	s := startSet(t, Spec{Tasks: []Task{
+		{Group: "hog", Pattern: v1alpha1.Pattern{Type: v1alpha1.PatternHog}, Peer: -1, CPUs: []int32{1}},
+		task("probe", v1alpha1.Pattern{Type: v1alpha1.PatternLatencyProbe, Interval: dur(time.Millisecond)}),
+	}})
+	time.Sleep(300 * time.Millisecond)
+	const stall = 600 * time.Millisecond
+	afterTaskRead = func(end bool, i int) {
+		if !end && i == 0 {
+			time.Sleep(stall)
+		}
+	}
+	defer func() { afterTaskRead = nil }()
+	if err := s.Begin(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	w, err := s.End()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hog := &w.Tasks[0]
+	cpu, overSet := hog.CPU(w), float64(hog.CPUNs)/1e9/w.Duration.Seconds()
+	t.Logf("hog: %v of CPU in its own window of %v (%.3f CPUs); the Set's window %v (%.3f CPUs over it)",
+		time.Duration(hog.CPUNs), hog.Window, cpu, w.Duration, overSet)
+	if d := hog.Window - w.Duration; d < stall/3 || d > stall {
+		t.Errorf("the hog's own window %v against the Set's %v: want it longer by about half the %v stall", hog.Window, w.Duration, stall)
+	}
+	if cpu > 1.02 || cpu < 0.5 {
+		t.Errorf("the hog alone on its CPU measured %.3f CPUs: want at most 1 (and more than 0.5: it ran)", cpu)
+	}
+	if m := GroupMetrics(w, "hog"); math.Abs(m.CPU-cpu) > 1e-9 {
+		t.Errorf("GroupMetrics gives the hog %.4f CPUs, its own window %.4f", m.CPU, cpu)
+	}
+}
