@@ -1,7 +1,6 @@
 package nodeagent
 
 import (
-	"context"
 	"os"
 	"os/exec"
 	"runtime"
@@ -10,7 +9,6 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/schedlab/schedlab/api/v1alpha1"
 )
@@ -69,19 +67,8 @@ func TestRunMeasuresNoiseBursts(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() }()
-	spec := &v1alpha1.SchedExperimentSpec{
-		Duration: metav1.Duration{Duration: 3 * time.Second},
-		Warmup:   &metav1.Duration{Duration: 300 * time.Millisecond},
-		Variants: []v1alpha1.Variant{{Name: "base"}},
-		Workload: v1alpha1.Workload{Groups: []v1alpha1.Group{{Name: "g", Pattern: hog()}}},
-	}
-	o := opts(t, "noiseburst")
-	o.MaxAttempts = 1
-	st, err := Run(context.Background(), spec, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := st.Windows[0]
+	const length = 3 * time.Second
+	w := oneHogWindow(t, "noiseburst", length, 300*time.Millisecond).Windows[0]
 	var src *v1alpha1.NoiseSource
 	for i := range w.NoiseSources {
 		if int(w.NoiseSources[i].PID) == cmd.Process.Pid {
@@ -101,12 +88,12 @@ func TestRunMeasuresNoiseBursts(t *testing.T) {
 		t.Errorf("its busiest thread used %.4f CPUs, want %.4f ± 20%%", th.CPU, want)
 	}
 	// One wake-up a period (a hog beside it may delay a period, not add one).
-	perSec := float64(th.Wakeups) / spec.Duration.Seconds()
+	perSec := float64(th.Wakeups) / length.Seconds()
 	if perSec < 0.8/burstChildPeriod.Seconds() || perSec > 1.2/burstChildPeriod.Seconds() {
 		t.Errorf("its busiest thread woke %.1f times a second, want %.1f ± 20%%", perSec, 1/burstChildPeriod.Seconds())
 	}
 	if th.Wakeups > 0 {
-		burst := time.Duration(th.CPU * spec.Duration.Seconds() / float64(th.Wakeups) * 1e9)
+		burst := time.Duration(th.CPU * length.Seconds() / float64(th.Wakeups) * 1e9)
 		if burst < burstChildRun*8/10 || burst > burstChildRun*12/10 {
 			t.Errorf("its mean burst per wake-up is %v, want %v ± 20%%", burst, burstChildRun)
 		}

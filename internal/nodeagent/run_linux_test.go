@@ -408,18 +408,7 @@ func TestRunNamesNoiseSources(t *testing.T) {
 		t.Skipf("needs timeout(1) to bound the spinner: %v", err)
 	}
 	defer func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() }()
-	spec := &v1alpha1.SchedExperimentSpec{
-		Duration: metav1.Duration{Duration: 2 * time.Second},
-		Warmup:   &metav1.Duration{Duration: 200 * time.Millisecond},
-		Variants: []v1alpha1.Variant{{Name: "base"}},
-		Workload: v1alpha1.Workload{Groups: []v1alpha1.Group{{Name: "g", Pattern: hog()}}},
-	}
-	o := opts(t, "noise")
-	o.MaxAttempts = 1
-	st, err := Run(context.Background(), spec, o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := oneHogWindow(t, "noise", 2*time.Second, 200*time.Millisecond)
 	w := st.Windows[0]
 	t.Logf("noise %.3f CPUs: %s", w.NoiseCPU, FormatNoiseSources(w.NoiseSources))
 
@@ -446,4 +435,24 @@ func TestRunNamesNoiseSources(t *testing.T) {
 		t.Errorf("the spinner is not among the noise sources %+v (noise %.3f CPUs)", w.NoiseSources, w.NoiseCPU)
 	}
 	checkNoWorkers(t, st)
+}
+
+// oneHogWindow runs one window of one hog (length d after warmup), in one
+// attempt whatever the noise: the noise tests look at what else the window
+// saw.
+func oneHogWindow(t *testing.T, name string, d, warmup time.Duration) *v1alpha1.NodeRunStatus {
+	t.Helper()
+	spec := &v1alpha1.SchedExperimentSpec{
+		Duration: metav1.Duration{Duration: d},
+		Warmup:   &metav1.Duration{Duration: warmup},
+		Variants: []v1alpha1.Variant{{Name: "base"}},
+		Workload: v1alpha1.Workload{Groups: []v1alpha1.Group{{Name: "g", Pattern: hog()}}},
+	}
+	o := opts(t, name)
+	o.MaxAttempts = 1
+	st, err := Run(context.Background(), spec, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
 }

@@ -35,7 +35,7 @@ func GroupMetrics(w *Window, group string) v1alpha1.Metrics {
 		n++
 		pattern = t.Pattern
 		secs := t.seconds(w)
-		cpu += float64(t.CPUNs) / 1e9 / secs
+		cpu += t.CPU(w)
 		vol += float64(t.Voluntary) / secs
 		invol += float64(t.Involuntary) / secs
 		ops += float64(t.Ops) / secs
