@@ -5,17 +5,27 @@ import "math/bits"
 // histogram is a log-linear latency histogram (HDR style): exact below 64ns,
 // then 32 sub-buckets per power of two (≤3% relative bucket width), with
 // exact count, sum and max. Percentiles interpolate within a bucket.
+//
+// The buckets are stored sparsely: one chunk of histSub buckets (a power
+// of two, 256 bytes) is allocated the first time a value falls in it. A
+// task's wake-up latencies fall in a few powers of two, so its histogram
+// is a few chunks instead of histBuckets counts (15 KB), which a run of
+// hundreds of latency tasks allocated, zeroed and faulted in whole.
 type histogram struct {
-	counts [histBuckets]int64
+	chunks [histChunks]*histChunk
 	n      int64
 	sum    float64
 	max    int64
 }
 
+// histChunk is the counts of the buckets of one chunk.
+type histChunk [histSub]int64
+
 const (
 	histSub     = 32
 	histLinear  = 2 * histSub
 	histBuckets = histLinear + 58*histSub
+	histChunks  = histBuckets / histSub
 )
 
 func histIndex(v int64) int {
@@ -41,12 +51,22 @@ func (h *histogram) record(v int64) {
 	if v < 0 {
 		v = 0
 	}
-	h.counts[histIndex(v)]++
+	h.add(histIndex(v), 1)
 	h.n++
 	h.sum += float64(v)
 	if v > h.max {
 		h.max = v
 	}
+}
+
+// add adds c to bucket i's count, allocating its chunk if it has none.
+func (h *histogram) add(i int, c int64) {
+	k := h.chunks[i/histSub]
+	if k == nil {
+		k = new(histChunk)
+		h.chunks[i/histSub] = k
+	}
+	k[i%histSub] += c
 }
 
 // recordLatency is t.hist.record(v) with the count, sum and max kept in
@@ -58,7 +78,7 @@ func (t *task) recordLatency(v int64) {
 	if v < 0 {
 		v = 0
 	}
-	t.hist.counts[histIndex(v)]++
+	t.hist.add(histIndex(v), 1)
 	t.latN++
 	if !t.latFloat {
 		if v < 1<<53-t.latISum {
@@ -89,12 +109,39 @@ func (t *task) finishLatency() {
 }
 
 func (h *histogram) merge(o *histogram) {
-	for i := range h.counts {
-		h.counts[i] += o.counts[i]
+	for j, ok := range o.chunks {
+		if ok == nil {
+			continue
+		}
+		k := h.chunks[j]
+		if k == nil {
+			k = new(histChunk)
+			h.chunks[j] = k
+		}
+		for i, c := range ok {
+			k[i] += c
+		}
 	}
 	h.n += o.n
 	h.sum += o.sum
 	h.max = max(h.max, o.max)
+}
+
+// all yields the index and count of every bucket with a non-zero count,
+// in increasing order.
+func (h *histogram) all() func(yield func(int, int64) bool) {
+	return func(yield func(int, int64) bool) {
+		for j, k := range h.chunks {
+			if k == nil {
+				continue
+			}
+			for i, c := range k {
+				if c != 0 && !yield(j*histSub+i, c) {
+					return
+				}
+			}
+		}
+	}
 }
 
 // quantile returns the q-quantile in ns.
@@ -104,10 +151,7 @@ func (h *histogram) quantile(q float64) float64 {
 	}
 	rank := q * float64(h.n) // values below this rank
 	var cum int64
-	for i, c := range h.counts {
-		if c == 0 {
-			continue
-		}
+	for i, c := range h.all() {
 		if float64(cum+c) >= rank {
 			lo, hi := histBounds(i)
 			hi = min(hi, h.max+1)
@@ -135,10 +179,7 @@ func (h *histogram) quantiles(qs [4]float64) [4]float64 {
 	}
 	k := 0
 	var cum int64
-	for i, c := range h.counts {
-		if c == 0 {
-			continue
-		}
+	for i, c := range h.all() {
 		for k < len(rank) && float64(cum+c) >= rank[k] {
 			lo, hi := histBounds(i)
 			hi = min(hi, h.max+1)
@@ -198,9 +239,9 @@ func (h *histogram) above(thresholds []int64) []float64 {
 // straddles v in proportion to the part of it above v.
 func (h *histogram) countAbove(v int64) int64 {
 	var n float64
-	for i := histIndex(v); i < histBuckets; i++ {
-		c := h.counts[i]
-		if c == 0 {
+	first := histIndex(v)
+	for i, c := range h.all() {
+		if i < first {
 			continue
 		}
 		lo, hi := histBounds(i)
@@ -217,10 +258,7 @@ func (h *histogram) countAbove(v int64) int64 {
 // Latency.Histogram).
 func (h *histogram) log2Us() []int64 {
 	var out []int64
-	for i, c := range h.counts {
-		if c == 0 {
-			continue
-		}
+	for i, c := range h.all() {
 		lo, _ := histBounds(i)
 		b := 0
 		if us := lo / 1000; us > 0 {
