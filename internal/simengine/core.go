@@ -59,6 +59,7 @@ func (s *sim) schedule(c int32) {
 		return
 	}
 	if next == prev && !prevPut {
+		s.resumeCurr(c)
 		return
 	}
 	if prev >= 0 && !prevPut {
@@ -95,12 +96,25 @@ func (s *sim) schedule(c int32) {
 		s.setNextTask(next)
 	}
 	if next == prev {
+		s.resumeCurr(c)
 		return
 	}
 	if prev >= 0 {
 		s.switchOut(c, prev)
 	}
 	s.switchIn(c, next, prev < 0)
+}
+
+// resumeCurr is __schedule() picking the task that was running: no
+// context switch, the task returns to user space and goes on with what it
+// was doing. A burst that ended while need_resched was set (a PingPong
+// writer whose wake-up of its partner asked for a resched, burstDone) left
+// the CPU's run end to the switch it expected; the task keeps the CPU, so
+// the rest of its burst is armed here.
+func (s *sim) resumeCurr(c int32) {
+	if s.cpus[c].runEndT <= s.now {
+		s.armRunEnd(c)
+	}
 }
 
 // putPrevTask is put_prev_task_fair(): put_prev_entity() at every level.

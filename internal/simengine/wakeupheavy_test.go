@@ -1,9 +1,13 @@
 package simengine
 
 import (
+	"bufio"
+	"bytes"
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -82,11 +86,10 @@ var wakeupHeavyCases = []wakeupHeavyCase{
 			// 0.2 s of sched and read/write syscall tracing, other work
 			// 0.20 CPU.
 			{1.289, 0.512}},
-		miss: "the simulator captures more than the kernel when the pair group is the lighter one (1.98 on every seed)"},
+		miss: "the kernel's pairs capture one CPU and part of the other (median 1.45); the simulator's seeds keep the weights (0.67, 4 of 10) or capture one CPU (1.22-1.32, 6 of 10)"},
 	{name: "3 pairs 20µs vs 4 hogs, 1:4", cpus: 2, pairs: 3, hogs: 4, workNs: 20_000, weightA: 25, weightB: 100,
 		windows: [][2]float64{{1.176, 0.800}, {1.155, 0.812}, {1.079, 0.729}, {1.064, 0.882}, {1.265, 0.710}, {1.244, 0.747}, {1.331, 0.663}, {1.267, 0.725},
-			{1.086, 0.863}, {1.082, 0.874}, {1.128, 0.757}, {1.109, 0.829}, {0.924, 1.024}, {1.079, 0.842}},
-		miss: "the kernel's pairs capture part of the CPU (0.92-1.33); the simulator's a little less (0.94-1.17 over seeds, the hogs 0.24 above the node's)"},
+			{1.086, 0.863}, {1.082, 0.874}, {1.128, 0.757}, {1.109, 0.829}, {0.924, 1.024}, {1.079, 0.842}}},
 	// Pinned (1 December 2026, 11:48-12:45 UTC, one window each; and
 	// 23:36-23:52 UTC, load 2.4-10, one 4 s window per run): the threshold
 	// between 1:2 and 1:4 with no balancing at all.
@@ -109,14 +112,15 @@ var wakeupHeavyCases = []wakeupHeavyCase{
 			// 0.13 CPU. In each a CPU was captured for the whole traced
 			// 0.2 s and the other stayed at its weight.
 			{1.229, 0.636}, {1.271, 0.496}, {1.237, 0.713}, {1.457, 0.407}},
-		miss: "the kernel's pairs capture part of one CPU or of both (0.46-1.59 per window, median 1.20); the simulator's captures are shorter (0.66-1.13 over seeds)"},
+		miss: "the kernel's pairs capture part of one CPU or of both (0.46-1.59 per window, median 1.20); the simulator's captures are rarer and shorter (0.49-0.80 over seeds)"},
 	{name: "pinned, 1 pair + 2 hogs per CPU, 1:4", cpus: 2, pairs: 2, hogs: 4, workNs: 20_000, weightA: 25, weightB: 100, pinned: true,
 		windows: [][2]float64{{0.532, 1.414}, {1.551, 0.434}, {1.154, 0.666}},
-		miss:    "the kernel's pairs capture part of the CPU (0.53-1.55 per window, the hogs' 0.67 with other work in the windows); the simulator's hogs get 0.23 more"},
+		miss:    "the kernel's pairs capture part of the CPU (0.53-1.55 per window, the hogs' 0.67 with other work in the windows); the simulator's pairs 0.48-0.72 over seeds"},
 	// Pinned, longer messages (1 December 2026, 23:40-23:52 UTC, load 5.9-10,
 	// one 4 s window each): with 2 ms messages the hog did not run at all.
 	{name: "pinned, 1 pair + 1 hog per CPU, 200µs, 1:1", cpus: 2, pairs: 2, hogs: 2, workNs: 200_000, weightA: 100, weightB: 100, pinned: true,
-		windows: [][2]float64{{1.914, 0.070}, {1.889, 0.066}}},
+		windows: [][2]float64{{1.914, 0.070}, {1.889, 0.066}},
+		miss:    "the kernel's pairs capture both CPUs; the simulator's captures end (1.57-1.61 over seeds) since a writer picked again after its wake-up goes on with its read() (TestRepickedWriterGoesOn)"},
 	{name: "pinned, 1 pair + 1 hog per CPU, 2ms, 1:1", cpus: 2, pairs: 2, hogs: 2, workNs: 2_000_000, weightA: 100, weightB: 100, pinned: true,
 		windows: [][2]float64{{1.990, 0.000}, {1.991, 0.000}, {1.981, 0.008}}},
 	{name: "pinned, 1 pair + 1 hog per CPU, 2ms, 1:4", cpus: 2, pairs: 2, hogs: 2, workNs: 2_000_000, weightA: 25, weightB: 100, pinned: true,
@@ -125,7 +129,8 @@ var wakeupHeavyCases = []wakeupHeavyCase{
 		windows: [][2]float64{{0.489, 1.447}, {0.471, 1.295}, {0.407, 1.582}, {0.400, 1.590}, {0.410, 1.578}}},
 	{name: "3 pairs 2ms vs 4 hogs, 1:1", cpus: 2, pairs: 3, hogs: 4, workNs: 2_000_000, weightA: 100, weightB: 100,
 		windows: [][2]float64{{1.727, 0.243}, {1.723, 0.252}, {1.685, 0.275}, {1.506, 0.469}, {1.562, 0.431}, {1.756, 0.237}, {1.311, 0.680},
-			{1.708, 0.250}, {1.659, 0.313}, {1.649, 0.313}, {1.784, 0.179}, {1.717, 0.253}, {1.750, 0.206}}},
+			{1.708, 0.250}, {1.659, 0.313}, {1.649, 0.313}, {1.784, 0.179}, {1.717, 0.253}, {1.750, 0.206}},
+		miss: "the kernel's hogs get 0.18-0.68 (median 0.25); the simulator's pairs capture both CPUs on 9 seeds of 10 since a writer picked again after its wake-up goes on with its read() (TestRepickedWriterGoesOn)"},
 }
 
 // median returns the median of v (sorted in place).
@@ -411,39 +416,97 @@ func TestDelayedWakeePreemptsWriter(t *testing.T) {
 
 // TestSpinEndsAtAClockRead: a worker's spin reads its thread's CPU clock
 // with a system call of about 1.27 µs on the 2-CPU 6.18.44 node, so its work
-// ends up to one read past the target (spinOvershoot). Pinned, one pair and
-// one hog per CPU at 1:4, the node's CPUs are each either at their weight or
-// captured by the pair for hundreds of milliseconds to seconds (windows'
-// median 1.20 CPU for the pairs). With every spin ending exactly on its
-// target the simulator's lock step of each pair (the writer preempted by
-// the partner it wakes) broke in bursts, with lock-stepped stretches of up
-// to 12 ms during which the pair group's lag ran down from the clamp and
-// the capture ended: the pairs got 0.61 CPU (median of seeds 1-10). With
-// the read's granularity the breaks come spread out and the captures last:
-// 0.93.
+// ends up to one read past the target (spinOvershoot): measured p5 0.06,
+// p25 0.33, p50 0.65, p75 1.02 µs, uniform over one read. The eighth
+// session credited this spread with the pinned 1:4 captures (the pairs' CPU
+// from 0.61 to 0.93, median of seeds 1-10); most of that came from
+// stalled writers (TestRepickedWriterGoesOn), and with them gone the
+// overshoot moves the row from 0.48 to 0.58. The test holds the drawn
+// distribution to the measured one.
 func TestSpinEndsAtAClockRead(t *testing.T) {
-	var c wakeupHeavyCase
-	for _, x := range wakeupHeavyCases {
-		if x.name == "pinned, 1 pair + 1 hog per CPU, 1:4" {
-			c = x
+	s, err := newSim(&Input{Node: Node{CPUs: 1}, DurationNs: 1e9, Seed: 1, Groups: []Group{{Name: "a", Tasks: 1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d []float64
+	for range 20_000 {
+		d = append(d, float64(s.spinOvershoot())/1e3)
+	}
+	sort.Float64s(d)
+	for _, q := range []struct{ p, node float64 }{{0.05, 0.06}, {0.25, 0.33}, {0.5, 0.65}, {0.75, 1.02}} {
+		got := d[int(q.p*float64(len(d)-1))]
+		t.Logf("p%.0f %.2f µs (node %.2f)", 100*q.p, got, q.node)
+		if math.Abs(got-q.node) > 0.1 {
+			t.Errorf("spin overshoot p%.0f %.2f µs, node %.2f (tolerance 0.1 µs)", 100*q.p, got, q.node)
 		}
 	}
-	if c.name == "" {
-		t.Fatal("no pinned 1:4 case")
+}
+
+// TestRepickedWriterGoesOn: a PingPong writer whose wake-up of its partner
+// set need_resched, and which __schedule() then picked again (its partner,
+// fully dequeued, was placed behind it), goes on to its read() at once; it
+// had kept the CPU with no run end armed, spinning without a message until
+// the next tick switched it out (up to 4 ms, burnt as the pair's CPU with
+// no reweight of its group). In the pinned 1:4 layout those stalls made
+// lock-stepped stretches of 12-25 ms on a captured CPU, where the node's
+// longest gap between two breaks of the lock step was 1.2-1.35 ms
+// (docs/wakeup-heavy-groups.md, eighth session). The test reads the trace:
+// on each CPU, the longest time a pair task holds the CPU without a
+// wake-up by a pair task or a switch.
+func TestRepickedWriterGoesOn(t *testing.T) {
+	c := wakeupHeavyCases[16]
+	if !c.pinned || c.weightA != 25 || c.hogs != 2 {
+		t.Fatalf("case 16 is %q, want the pinned 1:4 layout with one hog per CPU", c.name)
 	}
-	var pa []float64
-	for seed := uint64(1); seed <= 10; seed++ {
-		in := wakeupHeavyInput(c, "6.18.44")
+	in := wakeupHeavyInput(c, "6.18.44")
+	in.WarmupNs, in.DurationNs = 2e8, 1e9
+	var longest int64
+	for seed := uint64(1); seed <= 3; seed++ {
 		in.Seed = seed
-		r, err := Run(in)
-		if err != nil {
+		var tr bytes.Buffer
+		in.Trace = &tr
+		if _, err := Run(in); err != nil {
 			t.Fatal(err)
 		}
-		pa = append(pa, r.Groups[0].Metrics.CPU)
+		pairTasks := 2 * c.pairs
+		var last [2]int64
+		var pairRuns [2]bool
+		sc := bufio.NewScanner(&tr)
+		for sc.Scan() {
+			f := strings.Fields(sc.Text())
+			if len(f) < 3 {
+				continue
+			}
+			now, err := strconv.ParseInt(f[0], 10, 64)
+			if err != nil {
+				continue
+			}
+			var cpu, ti int
+			switch {
+			case len(f) == 4 && f[2] == "run":
+				fmt.Sscanf(f[1]+" "+f[3], "cpu%d task%d", &cpu, &ti)
+			case f[1] == "wake" && f[len(f)-2] == "on":
+				fmt.Sscanf(f[len(f)-1], "cpu%d", &cpu)
+				ti = -1
+			default:
+				continue
+			}
+			if cpu > 1 {
+				continue
+			}
+			if pairRuns[cpu] {
+				longest = max(longest, now-last[cpu])
+			}
+			last[cpu] = now
+			if ti >= 0 {
+				pairRuns[cpu] = ti < pairTasks
+			}
+		}
 	}
-	a := median(pa)
-	t.Logf("pinned 1:4: pairs' CPU, median of seeds 1-10 %.3f (node's windows: median 1.20; 0.61 with exact spin ends)", a)
-	if a < 0.8 {
-		t.Errorf("pinned 1:4: the pairs' CPU %.3f (median of 10 seeds), want at least 0.8: the lighter group's captures end too soon", a)
+	// A message costs a pair task about 30 µs; a slice is 1.4 ms (base
+	// slice, the pair's requests), so 2 ms without an event is a stall.
+	if longest > 2_000_000 {
+		t.Errorf("a pair task held a CPU for %.2f ms with no wake-up or switch, want at most 2 ms", float64(longest)/1e6)
 	}
+	t.Logf("longest stretch of a pair task without a wake-up or switch: %.3f ms", float64(longest)/1e6)
 }
