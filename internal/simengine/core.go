@@ -176,11 +176,8 @@ func (s *sim) switchIn(c, ti int32, fromIdle bool) {
 			cost += f.idle
 		}
 		ranAt := s.now + cost
-		if ranAt >= s.winStart && ranAt < s.end && recordsLatency(t.kind) {
-			s.lat[s.nLat] = latRec{v: ranAt - t.wakeAt, t: ti}
-			if s.nLat++; s.nLat == latBatch {
-				s.flushLatency()
-			}
+		if ranAt >= s.winStart && ranAt < s.end && t.hist != nil {
+			t.recordLatency(ranAt - t.wakeAt)
 		}
 		t.wakeAt = -1
 		cost += s.wakeCPUNs

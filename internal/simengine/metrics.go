@@ -95,34 +95,6 @@ func (t *task) recordLatency(v int64) {
 	}
 }
 
-// recordsLatency says whether a task of pattern kind k has a latency
-// histogram (every pattern but Hog and Foreign).
-func recordsLatency(k uint8) bool {
-	return k != patHog && k != patForeign
-}
-
-// latRec is a wake-up latency waiting to be recorded: the task and the
-// value.
-type latRec struct {
-	v int64
-	t int32
-}
-
-// latBatch is the number of latencies switchIn buffers before they are
-// recorded. Recording them one per switch loaded the task's latency line
-// and a histogram line in the middle of the switch; in a batch the
-// independent loads of consecutive records overlap. Each task's values
-// are recorded in the order they came, so the sums are the same.
-const latBatch = 256
-
-// flushLatency records the buffered latencies.
-func (s *sim) flushLatency() {
-	for _, r := range s.lat[:s.nLat] {
-		s.tasks[r.t].recordLatency(r.v)
-	}
-	s.nLat = 0
-}
-
 // finishLatency stores the task's latency count, sum and max in its
 // histogram.
 func (t *task) finishLatency() {

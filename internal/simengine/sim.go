@@ -356,12 +356,8 @@ type sim struct {
 	tasks []task
 	cpus  []cpuState
 
-	servers []server // Server replicas (server.go)
-	pending []int32
-	// lat holds the wake-up latencies of the last switches, recorded
-	// into the tasks' histograms in batches (flushLatency).
-	lat      *[latBatch]latRec
-	nLat     int
+	servers  []server // Server replicas (server.go)
+	pending  []int32
 	rt       *runEndTree // earliest run end over CPUs
 	rp       int32       // leaves of rt in use (a power of two >= nCPU)
 	idleMask []uint64
@@ -539,7 +535,6 @@ func (s *sim) build() {
 	s.tgs = make([]taskGroup, 0, nTG)
 	s.cpus = make([]cpuState, nc)
 	s.initRunEnd()
-	s.lat = new([latBatch]latRec)
 	s.idleMask = make([]uint64, (nc+63)/64)
 	for c := int32(0); c < nc; c++ {
 		s.cpus[c].root = s.newRq(c, -1, -1)
@@ -685,7 +680,7 @@ func (s *sim) build() {
 				if kind == patPingPong {
 					t.partner = first + int32(i^1)
 				}
-				if recordsLatency(kind) {
+				if kind != patHog && kind != patForeign {
 					t.hist = &histogram{}
 				}
 				s.tasks = append(s.tasks, t)
@@ -871,7 +866,6 @@ func (s *sim) loop() {
 		}
 		s.flushResched()
 	}
-	s.flushLatency()
 	// Close the window: charge the running tasks up to the end.
 	s.now = s.end
 	for c := range s.cpus {
