@@ -1,0 +1,265 @@
+// Command validation turns stored `schedlab run` measurements into the
+// table of internal/simengine/VALIDATION.md.
+//
+// It finds every run directory under a tree (a directory holding the
+// noderun.json that `schedlab run --output-dir` wrote), replays each run with
+// a given schedlab build (`schedlab run --replay DIR/noderun.json -f FILE -o
+// json`), and prints per scenario × variant × group the measured CPU (mean of
+// the windows with its 95 % t-interval) next to the predicted one (mean of
+// the runs' predictions and their range), the wake-up percentiles, and the
+// fractions of wake-ups later than 100 µs, 1 ms and 10 ms (measured: k of N
+// over all windows; predicted: the mean of the runs' predictions), each
+// judged by the rules of VALIDATION.md's "How a row is judged"; then the
+// count of rows held. See README.md.
+//
+// It imports the API types and internal/experiment's report; it runs the
+// simulator only through the schedlab binary it is given, so that one
+// build of this program can judge any build of schedlab.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/schedlab/schedlab/api/v1alpha1"
+	"github.com/schedlab/schedlab/internal/experiment"
+)
+
+type options struct {
+	root     string
+	schedlab string
+	cache    string
+	jobs     int
+	order    []string
+	names    Names
+	runs     bool
+	medians  bool
+	summary  bool
+}
+
+func main() {
+	var o options
+	var order, aliases string
+	flag.StringVar(&o.schedlab, "schedlab", "bin/schedlab", "the schedlab binary whose simulator predicts the runs again (--replay)")
+	flag.StringVar(&o.cache, "cache", "", "directory for the replays' output (one JSON per run, at the run's path under the tree): kept, and reused by later calls instead of replaying; name it after the build")
+	flag.IntVar(&o.jobs, "j", 1, "replays at once (each already runs its seeds on all CPUs)")
+	flag.StringVar(&order, "order", "", "scenarios in table order, comma-separated (others follow in the order of their first run)")
+	flag.StringVar(&aliases, "alias", "", "noise-source names to print otherwise, NAME=TEXT,... (e.g. a tool's process name as what it is)")
+	flag.BoolVar(&o.runs, "runs", false, "also print the runs table (times, load, others' CPUs, noise sources, timer path, re-run windows)")
+	flag.BoolVar(&o.medians, "medians", false, "also print the latency rows' medians and ranges of p50 and p99")
+	flag.BoolVar(&o.summary, "summary", false, "also print a summary of the runs (count, times, load, noise)")
+	flag.Usage = func() {
+		fmt.Fprintf(flag.CommandLine.Output(), "usage: go run ./hack/validation [flags] RUNS-DIR\n\n")
+		flag.PrintDefaults()
+	}
+	flag.Parse()
+	if flag.NArg() != 1 {
+		flag.Usage()
+		os.Exit(2)
+	}
+	o.root = flag.Arg(0)
+	if order != "" {
+		o.order = strings.Split(order, ",")
+	}
+	o.names = Names{}
+	if aliases != "" {
+		for _, a := range strings.Split(aliases, ",") {
+			k, v, ok := strings.Cut(a, "=")
+			if !ok {
+				fmt.Fprintf(os.Stderr, "-alias %q: want NAME=TEXT\n", a)
+				os.Exit(2)
+			}
+			o.names[k] = v
+		}
+	}
+	if err := run(context.Background(), os.Stdout, &o); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, w io.Writer, o *options) error {
+	dirs, err := findRuns(o.root)
+	if err != nil {
+		return err
+	}
+	if len(dirs) == 0 {
+		return fmt.Errorf("no noderun.json under %s", o.root)
+	}
+	runs := make([]*Run, len(dirs))
+	errs := make([]error, len(dirs))
+	sem := make(chan struct{}, max(o.jobs, 1))
+	var wg sync.WaitGroup
+	for i, d := range dirs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			runs[i], errs[i] = loadRun(ctx, o, d)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	rows, err := BuildRows(runs, o.order)
+	if err != nil {
+		return err
+	}
+	WriteTable(w, rows)
+	fmt.Fprintln(w)
+	WriteTally(w, Count(rows))
+	if o.medians {
+		fmt.Fprintln(w)
+		WriteMedians(w, rows)
+	}
+	if o.runs {
+		fmt.Fprintln(w)
+		WriteRuns(w, runs, rows, o.names)
+	}
+	if o.summary {
+		fmt.Fprintln(w)
+		WriteSummary(w, runs, o.names)
+	}
+	return nil
+}
+
+// findRuns lists the directories under root that hold a noderun.json,
+// relative to root.
+func findRuns(root string) ([]string, error) {
+	var out []string
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && d.Name() == "noderun.json" {
+			rel, err := filepath.Rel(root, filepath.Dir(p))
+			if err != nil {
+				return err
+			}
+			out = append(out, rel)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// loadRun reads a run's stored status and its replay's report (from the
+// cache, or replaying it).
+func loadRun(ctx context.Context, o *options, rel string) (*Run, error) {
+	dir := filepath.Join(o.root, rel)
+	b, err := os.ReadFile(filepath.Join(dir, "noderun.json"))
+	if err != nil {
+		return nil, err
+	}
+	r := &Run{Dir: rel}
+	if err := json.Unmarshal(b, &r.Status); err != nil {
+		return nil, fmt.Errorf("%s: %w", rel, err)
+	}
+	if l, err := os.ReadFile(filepath.Join(dir, "loadavg")); err == nil {
+		if f := strings.Fields(string(l)); len(f) > 0 {
+			r.Load = f[0]
+		}
+	}
+	var out []byte
+	cached := ""
+	if o.cache != "" {
+		cached = filepath.Join(o.cache, rel+".json")
+		out, err = os.ReadFile(cached)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+	}
+	if out == nil {
+		if out, err = replay(ctx, o.schedlab, dir); err != nil {
+			return nil, fmt.Errorf("%s: %w", rel, err)
+		}
+		if cached != "" {
+			if err := os.MkdirAll(filepath.Dir(cached), 0o755); err != nil {
+				return nil, err
+			}
+			if err := os.WriteFile(cached, out, 0o644); err != nil {
+				return nil, err
+			}
+		}
+	}
+	r.Pred = &experiment.Report{}
+	if err := json.Unmarshal(out, r.Pred); err != nil {
+		return nil, fmt.Errorf("%s: replay output: %w", rel, err)
+	}
+	if r.Pred.Experiment == "" {
+		return nil, fmt.Errorf("%s: the replay's report names no experiment", rel)
+	}
+	return r, nil
+}
+
+// experimentFile is the experiment the run measured: experiment.yaml in
+// its directory, or else one written from the spec that its report.json
+// records.
+func experimentFile(dir string) (path string, cleanup func(), err error) {
+	p := filepath.Join(dir, "experiment.yaml")
+	if _, err := os.Stat(p); err == nil {
+		return p, func() {}, nil
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "report.json"))
+	if err != nil {
+		return "", nil, fmt.Errorf("neither experiment.yaml nor report.json: %w", err)
+	}
+	var rep experiment.Report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		return "", nil, fmt.Errorf("report.json: %w", err)
+	}
+	if rep.Spec == nil || rep.Experiment == "" {
+		return "", nil, errors.New("report.json records no experiment spec: store the experiment file as experiment.yaml beside noderun.json")
+	}
+	exp := v1alpha1.SchedExperiment{Spec: *rep.Spec}
+	exp.APIVersion = v1alpha1.GroupVersion.String()
+	exp.Kind = "SchedExperiment"
+	exp.Name = rep.Experiment
+	eb, err := json.Marshal(&exp)
+	if err != nil {
+		return "", nil, err
+	}
+	f, err := os.CreateTemp("", "validation-*.json")
+	if err != nil {
+		return "", nil, err
+	}
+	if _, err := f.Write(eb); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return "", nil, err
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(f.Name())
+		return "", nil, err
+	}
+	return f.Name(), func() { os.Remove(f.Name()) }, nil
+}
+
+// replay predicts the run in dir again with the given schedlab binary.
+func replay(ctx context.Context, bin, dir string) ([]byte, error) {
+	exp, cleanup, err := experimentFile(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, bin, "run", "--replay", filepath.Join(dir, "noderun.json"), "-f", exp, "-o", "json")
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("%s run --replay: %w: %s", bin, err, strings.TrimSpace(stderr.String()))
+	}
+	return stdout.Bytes(), nil
+}
