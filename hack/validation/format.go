@@ -23,6 +23,15 @@ func frac(v float64) string {
 	return strconv.FormatFloat(v, 'f', d, 64)
 }
 
+// signed prints a difference with its sign and three decimals; one that
+// rounds to zero is +0.000 whatever its sign.
+func signed(v float64) string {
+	if math.Abs(v) < 0.0005 {
+		v = 0
+	}
+	return fmt.Sprintf("%+.3f", v)
+}
+
 func verdict(holds bool) string {
 	if holds {
 		return "holds"
@@ -46,7 +55,7 @@ func WriteTable(w io.Writer, rows []*Row) {
 			scen, r.Variant, r.Group, strconv.Itoa(len(r.CPU)),
 			fmt.Sprintf("%.3f ± %.3f", mean(r.CPU), tHalf95(r.CPU)),
 			fmt.Sprintf("%.3f (%.3f–%.3f)", mean(r.PredCPU), lo, hi),
-			fmt.Sprintf("%+.3f", r.CPUDiff()),
+			signed(r.CPUDiff()),
 			verdict(r.CPUHolds()),
 		}
 		if len(r.PredCPU) == 0 {

@@ -180,7 +180,15 @@ func BuildRows(runs []*Run, order []string) ([]*Row, error) {
 			return nil, err
 		}
 	}
-	return out, nil
+	// A group the node measured in no window (a parent without tasks of
+	// its own, or a variant unsupported here) has no row.
+	kept := out[:0]
+	for _, row := range out {
+		if len(row.CPU) > 0 {
+			kept = append(kept, row)
+		}
+	}
+	return kept, nil
 }
 
 func addRun(rows map[rowKey]*Row, r *Run) error {

@@ -98,6 +98,8 @@ func testRun(start time.Time, w1, w2 *v1alpha1.Metrics, predHog, predProbe v1alp
 			Groups: []experiment.GroupReport{
 				{Name: "hogs", Predicted: &predHog},
 				{Name: "probe", Predicted: &predProbe},
+				// a parent group: predicted, never measured
+				{Name: "parent", Predicted: &v1alpha1.Metrics{}},
 			},
 		}}},
 	}
@@ -189,6 +191,11 @@ func TestFrac(t *testing.T) {
 	for v, want := range map[float64]string{0: "0", 0.621: "0.621", 0.0092: "0.00920", 0.000301: "0.000301", 1.5: "1.500"} {
 		if got := frac(v); got != want {
 			t.Errorf("frac(%v) = %q, want %q", v, got, want)
+		}
+	}
+	for v, want := range map[float64]string{-0.0004: "+0.000", 0.0004: "+0.000", -0.0006: "-0.001", 0.05: "+0.050"} {
+		if got := signed(v); got != want {
+			t.Errorf("signed(%v) = %q, want %q", v, got, want)
 		}
 	}
 }
