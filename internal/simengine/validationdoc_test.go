@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"gonum.org/v1/gonum/stat/distuv"
 )
 
 // TestValidationDocTable checks VALIDATION.md's current table: at least 8
@@ -71,17 +73,37 @@ func TestValidationDocTable(t *testing.T) {
 				continue
 			}
 			mf, k, pf := docNum(t, where, m[1]), docNum(t, where, m[2]), docNum(t, where, m[3])
-			rule := m[5]
+			simK, simN, got, rule := m[4], m[5]+m[6], m[7], m[8]
 			switch {
+			case rule == "(both 0)":
+				if k != 0 || pf != 0 || got != "holds" {
+					t.Errorf("%s beyond %s: %q, but measured %.0f events, predicted %g", where, th, cell, k, pf)
+				}
 			case k >= 10 && rule != "×2", k < 10 && !strings.HasPrefix(rule, "(Poisson"):
 				t.Errorf("%s beyond %s: measured count %.0f judged by %q; the factor 2 applies from 10 events", where, th, k, rule)
+			case simN != "" && mf > 0:
+				// The counts' exact 95 % intervals, as rates per wake-up,
+				// must overlap: the measured wake-ups are k / mf, the
+				// simulated ones as printed (two figures: judge only off
+				// the boundary).
+				nm := k / mf
+				ns := docNum(t, where, m[5]) * map[string]float64{"": 1, "k": 1e3, "M": 1e6}[m[6]]
+				mlo, mhi := docPoisson95(k)
+				plo, phi := docPoisson95(docNum(t, where, simK))
+				mlo, mhi, plo, phi = mlo/nm, mhi/nm, plo/ns, phi/ns
+				near := func(a, b float64) bool { return a > 0 && b > 0 && math.Abs(a/b-1) < 0.03 }
+				if !near(mlo, phi) && !near(plo, mhi) {
+					if want := verdict(mlo <= phi && plo <= mhi); got != want {
+						t.Errorf("%s beyond %s: %q, but the measured rate's interval [%.3g, %.3g] and the predicted [%.3g, %.3g] say %q", where, th, cell, mlo, mhi, plo, phi, want)
+					}
+				}
 			case rule == "×2":
 				// Rounded figures: judge only where the ratio is not on
 				// a boundary.
 				r := pf / mf
 				if mf > 0 && math.Abs(r-2) > 0.02 && math.Abs(r-0.5) > 0.01 {
-					if want := verdict(r >= 0.5 && r <= 2); m[4] != want {
-						t.Errorf("%s beyond %s: %q for %.4g against %.4g (ratio %.2f), want %q", where, th, m[4], pf, mf, r, want)
+					if want := verdict(r >= 0.5 && r <= 2); got != want {
+						t.Errorf("%s beyond %s: %q for %.4g against %.4g (ratio %.2f), want %q", where, th, got, pf, mf, r, want)
 					}
 				}
 			}
@@ -92,7 +114,19 @@ func TestValidationDocTable(t *testing.T) {
 	}
 }
 
-var docLateCell = regexp.MustCompile(`^([0-9.]+) \(([0-9]+)\) / ([0-9.]+): (holds|\*\*misses\*\*) (×2|\(Poisson[^)]*\))$`)
+// docLateCell is a late-fraction cell: "measured (count) / predicted:
+// verdict ×2", or below 10 measured events "measured (count) / predicted
+// (predicted count of N simulated): verdict (Poisson)", or "…: holds (both 0)".
+var docLateCell = regexp.MustCompile(`^([0-9.]+) \(([0-9]+)\) / ([0-9.]+)(?: \(([0-9]+) of ([0-9.]+)([kM]?) simulated\))?: (holds|\*\*misses\*\*) (×2|\(Poisson[^)]*\)|\(both 0\))$`)
+
+// docPoisson95 is the exact (Garwood) 95 % interval of a Poisson mean from
+// an observed count k, as the table's Poisson rule takes it.
+func docPoisson95(k float64) (lo, hi float64) {
+	if k > 0 {
+		lo = distuv.ChiSquared{K: 2 * k}.Quantile(0.025) / 2
+	}
+	return lo, distuv.ChiSquared{K: 2*k + 2}.Quantile(0.975) / 2
+}
 
 func verdict(ok bool) string {
 	if ok {
