@@ -220,6 +220,36 @@ type NoiseThread struct {
 	CPUs string `json:"cpus,omitempty"`
 }
 
+// RejectedAttempt is an attempt at a window that was measured and then run
+// again because it was noisy or perturbed.
+type RejectedAttempt struct {
+	// attempt number, from 1.
+	Attempt int32 `json:"attempt"`
+	// noisy: noiseCPU was above the threshold.
+	// +optional
+	Noisy bool `json:"noisy,omitempty"`
+	// noiseCPU is the CPUs used by everything but the workload during the
+	// attempt.
+	// +optional
+	NoiseCPU float64 `json:"noiseCPU,omitempty"`
+	// namedNoiseCPU is the part of noiseCPU its noise sources account for;
+	// the rest is interrupt time and processes that started or ended
+	// within the attempt.
+	// +optional
+	NamedNoiseCPU float64 `json:"namedNoiseCPU,omitempty"`
+	// noiseSources names the attempt's first three noise sources with
+	// their CPUs, and how many more there were
+	// ("kdamond.0 (pid 78) 0.080, go (pid 1234) 0.050, 2 more 0.006").
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	NoiseSources string `json:"noiseSources,omitempty"`
+	// perturbedReason is set when the workers broke their invariants in
+	// the attempt.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	PerturbedReason string `json:"perturbedReason,omitempty"`
+}
+
 // WindowResult is one variant × repetition measured on a node.
 type WindowResult struct {
 	// variant name.
@@ -237,6 +267,13 @@ type WindowResult struct {
 	// attempts made for this window (noisy windows are re-run).
 	// +optional
 	Attempts int32 `json:"attempts,omitempty"`
+	// rejected are the attempts before the last, each noisy or perturbed
+	// and so run again: why, in the figures the agent judged it by. (The
+	// window's own fields are its last attempt's.)
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=8
+	Rejected []RejectedAttempt `json:"rejected,omitempty"`
 	// noiseCPU is the CPUs used by everything but the workload.
 	// +optional
 	NoiseCPU float64 `json:"noiseCPU,omitempty"`

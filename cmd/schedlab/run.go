@@ -238,6 +238,16 @@ func unprivileged(stdout, stderr io.Writer, exp *v1alpha1.SchedExperiment, f *ru
 // windows and the restore.
 func summarize(w io.Writer, st *v1alpha1.NodeRunStatus) {
 	for _, win := range st.Windows {
+		for _, a := range win.Rejected {
+			var why []string
+			if a.Noisy {
+				why = append(why, fmt.Sprintf("noisy (%.2f CPUs used by other processes, %.2f of it by the named ones: %s)", a.NoiseCPU, a.NamedNoiseCPU, a.NoiseSources))
+			}
+			if a.PerturbedReason != "" {
+				why = append(why, "perturbed by its own workers: "+a.PerturbedReason)
+			}
+			fmt.Fprintf(w, "variant %s, repetition %d: attempt %d run again: %s\n", win.Variant, win.Repetition, a.Attempt, strings.Join(why, "; "))
+		}
 		switch {
 		case win.Unsupported != "":
 			fmt.Fprintf(w, "variant %s, repetition %d: unsupported here: %s\n", win.Variant, win.Repetition, win.Unsupported)

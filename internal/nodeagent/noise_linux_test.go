@@ -68,7 +68,7 @@ func TestRunMeasuresNoiseBursts(t *testing.T) {
 	}
 	defer func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() }()
 	const length = 3 * time.Second
-	w := oneHogWindow(t, "noiseburst", length, 300*time.Millisecond).Windows[0]
+	w := oneHogWindow(t, "noiseburst", length, 300*time.Millisecond, 1).Windows[0]
 	var src *v1alpha1.NoiseSource
 	for i := range w.NoiseSources {
 		if int(w.NoiseSources[i].PID) == cmd.Process.Pid {

@@ -408,9 +408,16 @@ func TestRunNamesNoiseSources(t *testing.T) {
 		t.Skipf("needs timeout(1) to bound the spinner: %v", err)
 	}
 	defer func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() }()
-	st := oneHogWindow(t, "noise", 2*time.Second, 200*time.Millisecond)
+	// Two attempts: the spinner makes the first noisy, so it is run again
+	// and recorded as rejected, with the spinner named.
+	st := oneHogWindow(t, "noise", 2*time.Second, 200*time.Millisecond, 2)
 	w := st.Windows[0]
-	t.Logf("noise %.3f CPUs: %s", w.NoiseCPU, FormatNoiseSources(w.NoiseSources))
+	t.Logf("noise %.3f CPUs: %s; rejected %+v", w.NoiseCPU, FormatNoiseSources(w.NoiseSources), w.Rejected)
+	if w.Attempts != 2 || len(w.Rejected) != 1 {
+		t.Errorf("%d attempts, rejected %+v: want the noisy first attempt recorded as rejected", w.Attempts, w.Rejected)
+	} else if a := w.Rejected[0]; a.Attempt != 1 || !a.Noisy || a.NoiseCPU < 0.3 || a.NamedNoiseCPU < 0.3 || a.NamedNoiseCPU > a.NoiseCPU+0.05 || !strings.Contains(a.NoiseSources, "noise-spinner") {
+		t.Errorf("rejected attempt %+v: want attempt 1, noisy, the spinner's CPU named", a)
+	}
 
 	found := false
 	for _, n := range w.NoiseSources {
@@ -440,7 +447,7 @@ func TestRunNamesNoiseSources(t *testing.T) {
 // oneHogWindow runs one window of one hog (length d after warmup), in one
 // attempt whatever the noise: the noise tests look at what else the window
 // saw.
-func oneHogWindow(t *testing.T, name string, d, warmup time.Duration) *v1alpha1.NodeRunStatus {
+func oneHogWindow(t *testing.T, name string, d, warmup time.Duration, attempts int) *v1alpha1.NodeRunStatus {
 	t.Helper()
 	spec := &v1alpha1.SchedExperimentSpec{
 		Duration: metav1.Duration{Duration: d},
@@ -449,7 +456,7 @@ func oneHogWindow(t *testing.T, name string, d, warmup time.Duration) *v1alpha1.
 		Workload: v1alpha1.Workload{Groups: []v1alpha1.Group{{Name: "g", Pattern: hog()}}},
 	}
 	o := opts(t, name)
-	o.MaxAttempts = 1
+	o.MaxAttempts = attempts
 	st, err := Run(context.Background(), spec, o)
 	if err != nil {
 		t.Fatal(err)

@@ -98,6 +98,15 @@ func (r *runner) measure(ctx context.Context, v *v1alpha1.Variant, rep int, sett
 		if !res.Noisy && !res.Perturbed {
 			return nil
 		}
+		if attempt < r.opts.MaxAttempts && len(res.Rejected) < 8 {
+			var named float64
+			for _, s := range m.sources {
+				named += s.CPU
+			}
+			res.Rejected = append(res.Rejected, v1alpha1.RejectedAttempt{Attempt: int32(attempt), Noisy: res.Noisy,
+				NoiseCPU: m.noise, NamedNoiseCPU: named, NoiseSources: FormatNoiseSources(m.sources),
+				PerturbedReason: m.perturbed})
+		}
 		if res.Noisy {
 			r.log.Info("Noisy window", "variant", v.Name, "repetition", rep, "attempt", attempt, "noiseCPU", m.noise, "threshold", r.opts.NoiseThreshold, "sources", FormatNoiseSources(m.sources))
 		}
