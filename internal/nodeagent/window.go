@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -104,7 +105,7 @@ func (r *runner) measure(ctx context.Context, v *v1alpha1.Variant, rep int, sett
 				named += s.CPU
 			}
 			res.Rejected = append(res.Rejected, v1alpha1.RejectedAttempt{Attempt: int32(attempt), Noisy: res.Noisy,
-				NoiseCPU: m.noise, NamedNoiseCPU: named, NoiseSources: FormatNoiseSources(m.sources),
+				NoiseCPU: m.noise, NamedNoiseCPU: math.Round(named*1000) / 1000, NoiseSources: FormatNoiseSources(m.sources),
 				PerturbedReason: m.perturbed})
 		}
 		if res.Noisy {
