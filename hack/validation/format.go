@@ -257,23 +257,31 @@ func WriteRuns(w io.Writer, runs []*Run, rows []*Row, names Names) {
 		}
 		ws := measuredWindows(st)
 		var noise []float64
-		extra, noisy, perturbed := 0, 0, 0
 		for _, win := range ws {
 			noise = append(noise, win.NoiseCPU)
-			if win.Attempts > 1 {
-				extra += int(win.Attempts) - 1
-			}
-			if win.Noisy {
-				noisy++
-			}
-			if win.Perturbed {
-				perturbed++
-			}
 		}
+		extra, noisy, perturbed := attemptCounts(ws)
 		_, nmax := minMax(noise)
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %.3f, %.3f | %s | %s | %d: %d, %d, %d |\n", scen, when, r.Load, cal,
 			mean(noise), nmax, topNoise(names.noiseMeans(ws), 3), timer, len(ws), extra, noisy, perturbed)
 	}
+}
+
+// attemptCounts are the windows' attempts beyond the first, and how many
+// windows stayed noisy or perturbed.
+func attemptCounts(ws []*v1alpha1.WindowResult) (extra, noisy, perturbed int) {
+	for _, win := range ws {
+		if win.Attempts > 1 {
+			extra += int(win.Attempts) - 1
+		}
+		if win.Noisy {
+			noisy++
+		}
+		if win.Perturbed {
+			perturbed++
+		}
+	}
+	return extra, noisy, perturbed
 }
 
 // WriteSummary prints what the runs share: how many, when, the load at
@@ -283,7 +291,6 @@ func WriteSummary(w io.Writer, runs []*Run, names Names) {
 	var first, last time.Time
 	var loads, cal, noise []float64
 	var all []*v1alpha1.WindowResult
-	extra, noisy, perturbed := 0, 0, 0
 	for _, r := range runs {
 		st := &r.Status
 		if st.StartTime != nil && (first.IsZero() || st.StartTime.Time.Before(first)) {
@@ -301,17 +308,9 @@ func WriteSummary(w io.Writer, runs []*Run, names Names) {
 		for _, win := range measuredWindows(st) {
 			all = append(all, win)
 			noise = append(noise, win.NoiseCPU)
-			if win.Attempts > 1 {
-				extra += int(win.Attempts) - 1
-			}
-			if win.Noisy {
-				noisy++
-			}
-			if win.Perturbed {
-				perturbed++
-			}
 		}
 	}
+	extra, noisy, perturbed := attemptCounts(all)
 	fmt.Fprintf(w, "- %d runs, %d measured windows", len(runs), len(all))
 	if !first.IsZero() {
 		fmt.Fprintf(w, ", %s–%s UTC", clock(first), clock(last))
