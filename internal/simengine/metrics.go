@@ -109,18 +109,8 @@ func (t *task) finishLatency() {
 }
 
 func (h *histogram) merge(o *histogram) {
-	for j, ok := range o.chunks {
-		if ok == nil {
-			continue
-		}
-		k := h.chunks[j]
-		if k == nil {
-			k = new(histChunk)
-			h.chunks[j] = k
-		}
-		for i, c := range ok {
-			k[i] += c
-		}
+	for i, c := range o.all() {
+		h.add(i, c)
 	}
 	h.n += o.n
 	h.sum += o.sum
