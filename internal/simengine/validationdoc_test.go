@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
-	"gonum.org/v1/gonum/stat/distuv"
 )
 
 // TestValidationDocTable checks VALIDATION.md's current table: at least 8
@@ -120,12 +118,37 @@ func TestValidationDocTable(t *testing.T) {
 var docLateCell = regexp.MustCompile(`^([0-9.]+) \(([0-9]+)\) / ([0-9.]+)(?: \(([0-9]+) of ([0-9.]+)([kM]?) simulated\))?: (holds|\*\*misses\*\*) (×2|\(Poisson[^)]*\)|\(both 0\))$`)
 
 // docPoisson95 is the exact (Garwood) 95 % interval of a Poisson mean from
-// an observed count k, as the table's Poisson rule takes it.
+// an observed count k, as the table's Poisson rule takes it: the mean lo
+// with P(X ≥ k) = 0.025 and the mean hi with P(X ≤ k) = 0.025 (the
+// χ² quantiles of hack/validation, found here by bisection on the Poisson
+// CDF so that the package stays on the standard library).
 func docPoisson95(k float64) (lo, hi float64) {
-	if k > 0 {
-		lo = distuv.ChiSquared{K: 2 * k}.Quantile(0.025) / 2
+	cdf := func(n int, mu float64) float64 { // P(X ≤ n)
+		var p float64
+		for i := 0; i <= n; i++ {
+			lg, _ := math.Lgamma(float64(i) + 1)
+			p += math.Exp(float64(i)*math.Log(mu) - mu - lg)
+		}
+		return p
 	}
-	return lo, distuv.ChiSquared{K: 2*k + 2}.Quantile(0.975) / 2
+	solve := func(f func(mu float64) float64) float64 { // f increasing in mu
+		a, b := 0.0, 2*k+20
+		for range 200 {
+			m := (a + b) / 2
+			if f(m) < 0 {
+				a = m
+			} else {
+				b = m
+			}
+		}
+		return (a + b) / 2
+	}
+	n := int(k)
+	if n > 0 {
+		lo = solve(func(mu float64) float64 { return 1 - cdf(n-1, mu) - 0.025 })
+	}
+	hi = solve(func(mu float64) float64 { return 0.025 - cdf(n, mu) })
+	return lo, hi
 }
 
 func verdict(ok bool) string {
