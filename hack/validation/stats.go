@@ -4,7 +4,10 @@ import (
 	"math"
 	"sort"
 
+	"gonum.org/v1/gonum/stat"
 	"gonum.org/v1/gonum/stat/distuv"
+
+	"github.com/schedlab/schedlab/internal/experiment"
 )
 
 func mean(v []float64) float64 {
@@ -21,18 +24,10 @@ func mean(v []float64) float64 {
 // tHalf95 is the half-width of the 95 % t-interval of v's mean:
 // t(0.975, n−1) · s / √n; 0 for fewer than two values.
 func tHalf95(v []float64) float64 {
-	n := len(v)
-	if n < 2 {
+	if len(v) < 2 {
 		return 0
 	}
-	m := mean(v)
-	ss := 0.0
-	for _, x := range v {
-		ss += (x - m) * (x - m)
-	}
-	sd := math.Sqrt(ss / float64(n-1))
-	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(n - 1)}.Quantile(0.975)
-	return t * sd / math.Sqrt(float64(n))
+	return experiment.ConfidenceHalfWidth(stat.StdDev(v, nil), len(v))
 }
 
 func minMax(v []float64) (lo, hi float64) {
