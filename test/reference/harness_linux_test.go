@@ -960,8 +960,17 @@ func TestPingPongMatchesPerfPipe(t *testing.T) {
 // path, which a busy machine makes dearer (~90 µs per wake-up was seen at
 // load 20 on this 2-CPU VM). That cost is measured in the same window by a
 // LatencyProbe that only sleeps and wakes at the Periodic's rate, and added
-// to the spec before comparing: CPU per period within 2 % of run plus one
-// wake-up, and on a quiet machine CPU within 2 % of run/period outright.
+// to the spec before comparing: CPU per period within 8 % of run plus one
+// wake-up, and on a quiet machine the cgroup's CPU within 8 % of that per
+// period.
+//
+// A set of rounds with a round out of bounds is measured once more (see
+// inSets): one round in a few dozen carries tens of ms of CPU beside its
+// runs that nothing in the window names (4374 µs per period and 0.1097
+// CPUs were seen in one round of three at 0.03 CPUs of other load, its
+// neighbours 4064 and 4052 µs, with no side-thread CPU). A worker that
+// counts wall time, or spends CPU beside its run every period, is out of
+// bounds in every set.
 func TestPeriodicAndBurstFollowTheirSpec(t *testing.T) {
 	n := newNode(t)
 	l := n.layout([]v1alpha1.Group{
@@ -969,7 +978,17 @@ func TestPeriodicAndBurstFollowTheirSpec(t *testing.T) {
 		{Name: "build", CPUWeight: i32(100), Pattern: &v1alpha1.Pattern{Type: v1alpha1.PatternBurst}},
 		{Name: "wake", CPUWeight: i32(100), Pattern: &v1alpha1.Pattern{Type: v1alpha1.PatternLatencyProbe}},
 	})
+	inSets(t, func() ([]string, bool) { return periodicBurstSet(t, n, l) })
+}
+
+// periodicBurstSet measures *rounds rounds of TestPeriodicAndBurstFollowTheirSpec
+// and returns what is out of bounds, and whether the machine was quiet in
+// every round.
+func periodicBurstSet(t *testing.T, n *node, l *layout) ([]string, bool) {
+	t.Helper()
 	const run, period, meanRun = 4 * time.Millisecond, 40 * time.Millisecond, 2 * time.Millisecond
+	var failed []string
+	quietSet := true
 	for round := range *rounds {
 		w, cpu, noise := n.workerWindow(l, workload.Spec{Tasks: []workload.Task{
 			{Group: "frame", Pattern: v1alpha1.Pattern{Type: v1alpha1.PatternPeriodic, Run: &metav1.Duration{Duration: run}, Period: &metav1.Duration{Duration: period}}, Peer: -1, CgroupProcs: l.procs["frame"]},
@@ -982,34 +1001,35 @@ func TestPeriodicAndBurstFollowTheirSpec(t *testing.T) {
 		perPeriod := float64(f.CPUNs) / float64(max(1, f.Ops))
 		perBurst := float64(b.CPUNs) / float64(max(1, b.Ops))
 		row("Periodic", "4 ms every 40 ms", "schedlab Periodic", round+1, "CPUs (cgroup)", frameCPU, noise)
-		row("Periodic", "4 ms every 40 ms", "schedlab Periodic", round+1, "CPU µs per period", perPeriod/1e3, fmt.Sprintf("a bare wake-up costs %.1f µs; misses %d of %d periods", wake/1e3, f.Misses, f.Periods))
+		row("Periodic", "4 ms every 40 ms", "schedlab Periodic", round+1, "CPU µs per period", perPeriod/1e3,
+			fmt.Sprintf("a bare wake-up costs %.1f µs; misses %d of %d periods; %d involuntary switches, %.1f ms waiting to run, side threads %.2f ms",
+				wake/1e3, f.Misses, f.Periods, f.Involuntary, float64(f.RunDelayNs)/1e6, float64(f.SideCPUNs)/1e6))
 		row("Burst", "2 ms run / 6 ms sleep", "schedlab Burst", round+1, "CPU µs per burst", perBurst/1e3, fmt.Sprintf("%d bursts, %.1f/s", b.Ops, float64(b.Ops)/w.Duration.Seconds()))
 		// Under load the run is also preempted, and every switch out and
 		// back costs CPU too (4170 and 4379 µs per period were seen with
 		// 1.7 CPUs of other load): 8 % on a quiet machine; on a busy one
 		// only a run that is not CPU time or not once per period fails.
-		// 4242 µs per period and 0.1074 CPUs were seen once with only 0.03
-		// CPUs of other load (the Burst group of the same window preempts the
-		// run): 8 % of the run then, which still fails a worker that counts
-		// wall time or spends the old runtime's 10-19 % beside its run.
+		// 8 % of the run still fails a worker that counts wall time or
+		// spends the old runtime's 10-19 % beside its run.
 		tol := 0.08
 		if noise >= quiet {
 			tol = 0.25
+			quietSet = false
 		}
 		if want := float64(run.Nanoseconds()) + wake; math.Abs(perPeriod-want) > tol*float64(run.Nanoseconds()) {
-			t.Errorf("round %d: Periodic used %.1f µs per period, want %.1f µs (run + one wake-up) ± %.0f%% of run (%.2f CPUs of noise)", round+1, perPeriod/1e3, want/1e3, 100*tol, noise)
+			failed = append(failed, fmt.Sprintf("round %d: Periodic used %.1f µs per period, want %.1f µs (run + one wake-up) ± %.0f%% of run (%.2f CPUs of noise)", round+1, perPeriod/1e3, want/1e3, 100*tol, noise))
 		}
 		// The kernel charges the wake-up to the task as well (43-79 µs per
 		// period measured here, 1-2 % of the run): 0.1021 CPUs was seen on a
 		// quiet machine, so the cgroup's CPU is (run + one measured wake-up)
 		// per period, within the tolerance below of run/period.
 		if wantCPU := (float64(run.Nanoseconds()) + wake) / float64(period.Nanoseconds()); noise < quiet && math.Abs(frameCPU-wantCPU) > tol*0.1 {
-			t.Errorf("round %d: Periodic 4ms/40ms used %.4f CPUs on a quiet machine (%.2f CPUs of noise), want %.4f (run + one wake-up per 40 ms) ± %.4f", round+1, frameCPU, noise, wantCPU, tol*0.1)
+			failed = append(failed, fmt.Sprintf("round %d: Periodic 4ms/40ms used %.4f CPUs on a quiet machine (%.2f CPUs of noise), want %.4f (run + one wake-up per 40 ms) ± %.4f", round+1, frameCPU, noise, wantCPU, tol*0.1))
 		}
 		// The mean of n exponential draws has a relative spread of 1/√n:
 		// 5 %, or three spreads when the window holds fewer than 3600 bursts.
 		if tol := math.Max(0.05, 3/math.Sqrt(float64(b.Ops))); math.Abs(perBurst-wake-float64(meanRun.Nanoseconds())) > tol*float64(meanRun.Nanoseconds()) {
-			t.Errorf("round %d: %.1f µs of CPU per burst over %d bursts (a wake-up costs %.1f µs), want 2 ms ± %.0f%%", round+1, perBurst/1e3, b.Ops, wake/1e3, 100*tol)
+			failed = append(failed, fmt.Sprintf("round %d: %.1f µs of CPU per burst over %d bursts (a wake-up costs %.1f µs), want 2 ms ± %.0f%%", round+1, perBurst/1e3, b.Ops, wake/1e3, 100*tol))
 		}
 		for _, g := range []string{"frame", "build", "wake"} {
 			if inv := workload.GroupInvariants(w, g); workload.Perturbed(inv, 1, w.Duration.Seconds()) != "" {
@@ -1017,6 +1037,7 @@ func TestPeriodicAndBurstFollowTheirSpec(t *testing.T) {
 			}
 		}
 	}
+	return failed, quietSet
 }
 
 // TestPeriodicMissesMatchAReferenceLoop runs a schedlab Periodic task and a
