@@ -137,7 +137,7 @@ func Profile(src *Source, o Options) (*v1alpha1.SchedProfile, error) {
 			Knobs:        *v.Knobs.DeepCopy(),
 			Provenance: &v1alpha1.Provenance{
 				Experiment: src.Name, Generation: src.Generation, Variant: variant, Baseline: base,
-				Effects: effects, Forced: !significant, Reason: truncate(src.BestReason, 1024),
+				Effects: effects, Forced: !significant, Reason: experiment.Truncate(src.BestReason, 1024),
 			},
 		},
 	}
@@ -155,13 +155,6 @@ func orNone(s string) string {
 		return "none"
 	}
 	return s
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-3] + "..."
 }
 
 // Manifest is the profile as a manifest for Git: apiVersion, kind, name and
