@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -97,7 +98,60 @@ func TestForeignTasksNone(t *testing.T) {
 		t.Errorf("inputs differ without noise threads (%v, %v)", err1, err2)
 	}
 	c, _ := SimInput(spec, 0, shape, PredictOptions{Foreign: ForeignTasks(2, time.Second, noiseWindows())})
-	if len(c.Groups) != len(a.Groups)+4 {
-		t.Errorf("%d groups with the noise threads, want %d", len(c.Groups), len(a.Groups)+4)
+	// The four threads' groups, and the agent's cgroup the workload then
+	// goes under (TestForeignTasksBesideTheRunsCgroup).
+	if len(c.Groups) != len(a.Groups)+5 {
+		t.Errorf("%d groups with the noise threads, want %d", len(c.Groups), len(a.Groups)+5)
+	}
+}
+
+// On the node the run's cgroups are children of the agent's (schedlab/<run>),
+// and the other processes' threads compete with that cgroup at the root, not
+// with the workload's groups: with Foreign tasks the workload goes under the
+// agent's parent, the Foreign groups stay where ForeignTasks put them, and
+// the parent is in no prediction. A cpu.idle cgroup's thread beside the
+// workload's groups doubled mixed's late burst wake-ups in the replays of the
+// ninth session's runs; beside their parent it does not, as on the node
+// (docs/latency-tail.md).
+func TestForeignTasksBesideTheRunsCgroup(t *testing.T) {
+	spec := &v1alpha1.SchedExperimentSpec{Duration: metav1.Duration{Duration: 200 * time.Millisecond}, Variants: []v1alpha1.Variant{{Name: "on"}},
+		Workload: v1alpha1.Workload{Groups: []v1alpha1.Group{
+			{Name: "hogs", Pattern: &v1alpha1.Pattern{Type: v1alpha1.PatternHog}},
+			{Name: "pod", Pattern: &v1alpha1.Pattern{Type: v1alpha1.PatternHog}},
+			{Name: "ctr", Parent: "pod", Pattern: &v1alpha1.Pattern{Type: v1alpha1.PatternHog}},
+		}}}
+	shape := ShapeForKernel(2, "6.18")
+	opts := PredictOptions{Foreign: ForeignTasks(2, time.Second, noiseWindows())}
+	in, err := SimInput(spec, 0, shape, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parents := map[string]string{}
+	for i, g := range in.Groups {
+		parents[g.Name] = g.Parent
+		if i == 0 && (g.Name != agentParent || g.Tasks != 0 || g.CPUWeight != 100) {
+			t.Fatalf("first group %+v, want the agent's cgroup (no tasks, weight 100)", g)
+		}
+		if strings.HasPrefix(g.Name, "foreign:") && g.Parent == agentParent {
+			t.Errorf("foreign group %q under the agent's cgroup", g.Name)
+		}
+	}
+	for name, want := range map[string]string{"hogs": agentParent, "pod": agentParent, "ctr": "pod"} {
+		if got := parents[name]; got != want {
+			t.Errorf("group %q has parent %q, want %q", name, got, want)
+		}
+	}
+	// Without Foreign tasks nothing else is at the root: no parent.
+	if in, _ := SimInput(spec, 0, shape, PredictOptions{}); in.Groups[0].Name == agentParent || in.Groups[0].Parent != "" {
+		t.Errorf("without foreign tasks the first group is %+v", in.Groups[0])
+	}
+	preds, err := Predict(spec, []v1alpha1.NodeShape{shape}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range preds {
+		if p.Group == agentParent || strings.HasPrefix(p.Group, "foreign:") {
+			t.Errorf("prediction for %q", p.Group)
+		}
 	}
 }

@@ -24,9 +24,11 @@ import (
 const MaxSimulatedDuration = 20 * time.Second
 
 // agentParent is the implicit cgroup the agent creates all of a run's
-// cgroups under (schedlab/<run>). It matters only beside session groups,
-// which sit outside any cgroup and compete with it at the root. The name
-// cannot clash with a user's group: group names are DNS labels.
+// cgroups under (schedlab/<run>). It matters only beside what sits outside
+// it and competes with it at the root: session groups, and the node's other
+// processes run as Foreign tasks (kernel threads, other sessions, other
+// cgroups such as a cpu.idle one). The name cannot clash with a user's
+// group: group names are DNS labels.
 const agentParent = "_schedlab"
 
 // Prediction is the simulator's answer for one node shape × variant × group.
@@ -274,13 +276,19 @@ func SimInput(spec *v1alpha1.SchedExperimentSpec, variant int, shape v1alpha1.No
 		in.Seed = *opts.Seed
 	}
 
-	hasSession := false
+	foreign := opts.Foreign[spec.Variants[variant].Name]
+	// outside: something competes with the agent's cgroup at the root, so
+	// the workload's cgroups go under it, as on the node. A cpu.idle
+	// cgroup's task beside the workload's groups acts otherwise than one
+	// beside their parent, on the node as in the simulator
+	// (docs/latency-tail.md, tenth session).
+	outside := len(foreign) > 0
 	for i := range spec.Workload.Groups {
 		if spec.Workload.Groups[i].Session != "" {
-			hasSession = true
+			outside = true
 		}
 	}
-	if hasSession {
+	if outside {
 		in.Groups = append(in.Groups, simengine.Group{Name: agentParent, Replicas: 1, Tasks: 0, CPUWeight: 100})
 	}
 	for i := range spec.Workload.Groups {
@@ -324,7 +332,7 @@ func SimInput(spec *v1alpha1.SchedExperimentSpec, variant int, shape v1alpha1.No
 			}
 			sg.CPUMaxQuotaNs = int64(v1alpha1.CPUMaxCPUs(g.CPUMax) * float64(sg.CPUMaxPeriodNs))
 		}
-		if hasSession && g.Session == "" && g.Parent == "" {
+		if outside && g.Session == "" && g.Parent == "" {
 			sg.Parent = agentParent
 		}
 		if g.Pattern != nil {
@@ -352,7 +360,7 @@ func SimInput(spec *v1alpha1.SchedExperimentSpec, variant int, shape v1alpha1.No
 		}
 		in.Groups = append(in.Groups, sg)
 	}
-	in.Groups = append(in.Groups, opts.Foreign[spec.Variants[variant].Name]...)
+	in.Groups = append(in.Groups, foreign...)
 	return in, nil
 }
 
