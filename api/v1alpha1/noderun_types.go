@@ -148,8 +148,15 @@ type NoiseSource struct {
 	Name string `json:"name"`
 	// pid of the process on the node.
 	PID int32 `json:"pid"`
-	// cpu is the CPUs it used over the window (1.0 = one whole CPU).
+	// cpu is the CPUs it used over the window (1.0 = one whole CPU),
+	// with exitedChildrenCPU.
 	CPU float64 `json:"cpu"`
+	// exitedChildrenCPU is the part of cpu used by its children that
+	// ended within the window and that it waited for (the short-lived
+	// commands of a shell, make or a test runner): they were not seen
+	// as processes of their own, and have no threads here.
+	// +optional
+	ExitedChildrenCPU float64 `json:"exitedChildrenCPU,omitempty"`
 	// kernelThread is set for a kernel thread (PF_KTHREAD), such as
 	// kdamond.0 or a kworker.
 	// +optional

@@ -19,6 +19,12 @@ func TestMain(m *testing.M) {
 	if os.Getenv(burstChildEnv) != "" {
 		os.Exit(burstChild())
 	}
+	if os.Getenv(onceChildEnv) != "" {
+		os.Exit(onceChild())
+	}
+	if os.Getenv(spawnChildEnv) != "" {
+		os.Exit(spawnChild())
+	}
 	if os.Getenv(profileKillChildEnv) != "" {
 		os.Exit(profileKillChild())
 	}

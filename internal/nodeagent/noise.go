@@ -21,11 +21,19 @@ import (
 // procCPU is one process's CPU time (all its threads: utime + stime of
 // /proc/PID/stat), identity and threads at one instant.
 type procCPU struct {
-	name    string
-	start   uint64 // start time in clock ticks after boot: tells a reused pid
-	cpu     time.Duration
-	threads map[int]threadCPU // by tid; nil when the threads could not be read
+	name  string
+	start uint64 // start time in clock ticks after boot: tells a reused pid
+	ppid  int
+	cpu   time.Duration
+	// children is the CPU time of the children it has waited for (cutime +
+	// cstime): a child's whole life lands here when its parent reaps it.
+	children time.Duration
+	threads  map[int]threadCPU // by tid; nil when the threads could not be read
 }
+
+// userHZ is the unit of /proc/PID/stat's times (USER_HZ, 100 on every
+// Linux ABI).
+const userHZ = 100
 
 // threadCPU is one thread's scheduler counters at one instant.
 type threadCPU struct {
@@ -50,8 +58,9 @@ func readProcCPU(pfs procfs.FS, proc string) map[int]procCPU {
 		if err != nil {
 			continue
 		}
-		out[p.PID] = procCPU{name: st.Comm, start: st.Starttime, cpu: time.Duration(st.CPUTime() * float64(time.Second)),
-			threads: readThreads(filepath.Join(proc, strconv.Itoa(p.PID), "task"))}
+		out[p.PID] = procCPU{name: st.Comm, start: st.Starttime, ppid: st.PPID, cpu: time.Duration(st.CPUTime() * float64(time.Second)),
+			children: time.Duration(st.CUTime+st.CSTime) * time.Second / userHZ,
+			threads:  readThreads(filepath.Join(proc, strconv.Itoa(p.PID), "task"))}
 	}
 	return out
 }
@@ -129,28 +138,62 @@ const (
 // at least minNoiseSourceCPU, the most first, each with its busiest threads
 // (at most maxNoiseThreads of at least minNoiseThreadCPU) and their runs
 // and wake-ups over the interval. A process that began within the window
-// counts all its CPU time; one that ended within it is not seen; so with
-// threads.
+// counts all its CPU time; so do its threads.
+//
+// A process that ended within the window is not seen, but its parent
+// reaps it: the CPU of the children a process waited for in the window
+// (its cutime and cstime grew by their whole lives) is counted in its CPU
+// and named as its exitedChildrenCPU, less what those children that were
+// alive at the first sample had used by then (and their own children,
+// reaped through them). That names the shell, make or test runner whose
+// short-lived commands took the CPU. A child reaped by another process
+// than its parent (an orphan's subreaper) is charged to its reaper whole,
+// and its earlier CPU is taken from its parent, never below zero.
 func noiseSources(before, after map[int]procCPU, workers map[int]bool, wall float64) []v1alpha1.NoiseSource {
 	if wall <= 0 {
 		return nil
+	}
+	// The CPU the processes that ended had used before the window (with
+	// what they had reaped by then), by the ancestor still alive that their
+	// reaping reaches: a test binary that ends, reaped by the go command
+	// that ends too, reaped by a shell, lands in the shell's cutime whole.
+	ended := func(pid int) bool {
+		a, ok := after[pid]
+		return !ok || a.start != before[pid].start
+	}
+	earlier := map[int]time.Duration{}
+	for pid, b := range before {
+		if !ended(pid) {
+			continue
+		}
+		up := b.ppid
+		for range len(before) { // a bound: ppid links cannot loop, but a pid may be reused
+			p, ok := before[up]
+			if !ok || !ended(up) {
+				break
+			}
+			up = p.ppid
+		}
+		earlier[up] += b.cpu + b.children
 	}
 	var out []v1alpha1.NoiseSource
 	for pid, a := range after {
 		if workers[pid] {
 			continue
 		}
-		d := a.cpu
+		d, dc := a.cpu, a.children
 		b, seen := before[pid]
 		seen = seen && b.start == a.start
 		if seen {
 			d -= b.cpu
+			dc -= b.children + earlier[pid]
 		}
-		cpu := d.Seconds() / wall
+		dc = max(dc, 0)
+		cpu := (d + dc).Seconds() / wall
 		if cpu < minNoiseSourceCPU {
 			continue
 		}
-		src := v1alpha1.NoiseSource{Name: a.name, PID: int32(pid), CPU: round3(cpu)}
+		src := v1alpha1.NoiseSource{Name: a.name, PID: int32(pid), CPU: round3(cpu), ExitedChildrenCPU: round3(dc.Seconds() / wall)}
 		for tid, at := range a.threads {
 			bt, ok := b.threads[tid]
 			if !seen || !ok || bt.cpu > at.cpu || bt.runs > at.runs {
@@ -314,8 +357,9 @@ func parseAutogroup(s string) (int64, int32) {
 }
 
 // FormatNoiseSources writes a window's first three noise sources as
-// "kdamond.0 (pid 78) 0.080, go (pid 1234) 0.050", followed by how many
-// more there were and their CPU; "" when none.
+// "kdamond.0 (pid 78) 0.080, make (pid 1234) 0.050 (0.048 by its ended
+// children)", followed by how many more there were and their CPU; "" when
+// none.
 func FormatNoiseSources(ns []v1alpha1.NoiseSource) string {
 	var parts []string
 	var rest float64
@@ -324,7 +368,11 @@ func FormatNoiseSources(ns []v1alpha1.NoiseSource) string {
 			rest += n.CPU
 			continue
 		}
-		parts = append(parts, fmt.Sprintf("%s (pid %d) %.3f", n.Name, n.PID, n.CPU))
+		part := fmt.Sprintf("%s (pid %d) %.3f", n.Name, n.PID, n.CPU)
+		if n.ExitedChildrenCPU > 0 {
+			part += fmt.Sprintf(" (%.3f by its ended children)", n.ExitedChildrenCPU)
+		}
+		parts = append(parts, part)
 	}
 	if len(ns) > 3 {
 		parts = append(parts, fmt.Sprintf("%d more %.3f", len(ns)-3, rest))

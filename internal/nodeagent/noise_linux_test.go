@@ -1,9 +1,14 @@
 package nodeagent
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
+	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -103,5 +108,154 @@ func TestRunMeasuresNoiseBursts(t *testing.T) {
 	}
 	if src.KernelThread || th.Policy != "Other" || th.Nice != 0 || src.Cgroup == "" {
 		t.Errorf("a normal user process of nice 0 in a cgroup was described as %+v", *src)
+	}
+}
+
+// spawnChildEnv makes the test binary a spawner: every spawnPeriod it runs
+// the test binary once more as a onceChild and waits for it, so that the
+// CPU is used by processes that live a few milliseconds each.
+const (
+	spawnChildEnv = "SCHEDLAB_NOISETEST_SPAWN"
+	onceChildEnv  = "SCHEDLAB_NOISETEST_ONCE"
+	spawnPeriod   = 50 * time.Millisecond
+	onceRun       = 4 * time.Millisecond
+)
+
+// spawnChild runs a onceChild every spawnPeriod, each waited for, for a
+// minute at most (its parent kills it sooner).
+func spawnChild() int {
+	exe, err := os.Executable()
+	if err != nil {
+		return 1
+	}
+	env := []string{onceChildEnv + "=1"}
+	for _, e := range os.Environ() {
+		if !strings.HasPrefix(e, spawnChildEnv+"=") {
+			env = append(env, e)
+		}
+	}
+	for end := time.Now().Add(time.Minute); time.Now().Before(end); time.Sleep(spawnPeriod) {
+		c := exec.Command(exe)
+		c.Env = env
+		_ = c.Run()
+	}
+	return 0
+}
+
+// onceChild spins onceRun of its own CPU time and ends.
+func onceChild() int {
+	runtime.LockOSThread()
+	for t0 := ownThreadCPU(); ownThreadCPU()-t0 < onceRun; {
+	}
+	return 0
+}
+
+// cpuUsageCgroup makes a cgroup whose CPU usage the kernel counts for
+// everything in it, ended processes included (v1 cpuacct, or cgroup v2's
+// cpu.stat), and returns its directory and a reader of that usage.
+func cpuUsageCgroup(t *testing.T, name string) (string, func() time.Duration) {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/mounts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var root, file string
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 4 {
+			continue
+		}
+		if f[2] == "cgroup" && slices.Contains(strings.Split(f[3], ","), "cpuacct") {
+			root, file = f[1], "cpuacct.usage"
+			break
+		}
+		if f[2] == "cgroup2" && root == "" {
+			root, file = f[1], "cpu.stat"
+		}
+	}
+	if root == "" {
+		t.Fatal("no cpuacct or cgroup2 hierarchy mounted: cannot count the CPU of ended processes")
+	}
+	dir := filepath.Join(root, name)
+	if err := os.Mkdir(dir, 0o755); err != nil && !os.IsExist(err) {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for range 50 {
+			if err := os.Remove(dir); err == nil || os.IsNotExist(err) {
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		t.Errorf("could not remove the test cgroup %s", dir)
+	})
+	return dir, func() time.Duration {
+		b, err := os.ReadFile(filepath.Join(dir, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := strings.TrimSpace(string(b))
+		if file == "cpu.stat" {
+			for _, line := range strings.Split(s, "\n") {
+				if v, ok := strings.CutPrefix(line, "usage_usec "); ok {
+					us, _ := strconv.ParseInt(v, 10, 64)
+					return time.Duration(us) * time.Microsecond
+				}
+			}
+			t.Fatalf("no usage_usec in %s/cpu.stat", dir)
+		}
+		ns, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return time.Duration(ns)
+	}
+}
+
+// TestRunNamesEndedChildren: a process whose CPU is all in children that
+// live a few milliseconds (a shell's commands, a build's compilers) is
+// named as a noise source with that CPU, counted from the children it
+// reaped within the window. Before, such CPU was noise no source named.
+// The reference is the kernel's count for the process's cgroup, which
+// keeps the CPU of ended processes, over the run.
+func TestRunNamesEndedChildren(t *testing.T) {
+	needRoot(t)
+	if testing.Short() {
+		t.Skip("-short: measures a window on the real kernel")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, usage := cpuUsageCgroup(t, fmt.Sprintf("schedlab-noisetest-%d", os.Getpid()))
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), spawnChildEnv+"=1")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() }()
+	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond) // children forked from here on are in the cgroup
+	u0, t0 := usage(), time.Now()
+	w := oneHogWindow(t, "noisechildren", 3*time.Second, 300*time.Millisecond, 1).Windows[0]
+	ref := (usage() - u0).Seconds() / time.Since(t0).Seconds()
+	var src *v1alpha1.NoiseSource
+	for i := range w.NoiseSources {
+		if int(w.NoiseSources[i].PID) == cmd.Process.Pid {
+			src = &w.NoiseSources[i]
+		}
+	}
+	if src == nil {
+		t.Fatalf("the spawner (pid %d), whose cgroup used %.3f CPUs, is not among the noise sources %s (noise %.3f CPUs)", cmd.Process.Pid, ref, FormatNoiseSources(w.NoiseSources), w.NoiseCPU)
+	}
+	t.Logf("noise %.3f CPUs; the spawner's cgroup %.3f CPUs over the run; named %s", w.NoiseCPU, ref, FormatNoiseSources(w.NoiseSources))
+	if src.CPU < 0.75*ref || src.CPU > 1.25*ref {
+		t.Errorf("the spawner was named with %.3f CPUs, its cgroup used %.3f over the run: not within 25 %%", src.CPU, ref)
+	}
+	if src.ExitedChildrenCPU < 0.75*src.CPU {
+		t.Errorf("of the spawner's %.3f CPUs %.3f were named its ended children's, want most (its own are fork, exec and wait)", src.CPU, src.ExitedChildrenCPU)
 	}
 }

@@ -22,6 +22,17 @@ func TestNoiseSources(t *testing.T) {
 		13: {name: "idle-ish", start: 9, cpu: 1 * ms},                                                         // too little to name
 		14: {name: "sshd", start: 3, cpu: 0},
 		15: {name: "compile", start: 20, cpu: 0, threads: map[int]threadCPU{15: {}, 16: {cpu: 5 * ms, runs: 3}}},
+		// A shell whose child cc1 ends within the window after 60 ms before
+		// it: the shell reaps it, and of its children's CPU 400-100 ms,
+		// 240 ms are the window's.
+		50: {name: "sh", start: 30, cpu: 10 * ms, children: 100 * ms},
+		51: {name: "cc1", start: 31, ppid: 50, cpu: 60 * ms},
+		// A shell whose go command ends within the window after its test
+		// binary, which had run 50 s before it: the shell's cutime grows by
+		// both lives whole, 51.3 s, of which 0.3 s are the window's.
+		60: {name: "bash", start: 2},
+		61: {name: "go", start: 32, ppid: 60, cpu: time.Second},
+		62: {name: "pkg.test", start: 33, ppid: 61, cpu: 50 * time.Second},
 	}
 	after := map[int]procCPU{
 		// 0.2 s in 2 s: 0.1 CPU, in 50 runs after 40 wake-ups: 4 ms a wake-up.
@@ -34,7 +45,9 @@ func TestNoiseSources(t *testing.T) {
 		// 0.04: a busy thread, one below the thread floor, one gone.
 		15: {name: "compile", start: 20, cpu: 80 * ms, threads: map[int]threadCPU{15: {cpu: 75 * ms, runs: 10, wakeups: 9}, 16: {cpu: 5*ms + 500*time.Microsecond, runs: 4, wakeups: 1}}},
 	}
-	for pid := 20; pid < 40; pid++ { // 0.0025 each: past the count
+	after[50] = procCPU{name: "sh", start: 30, cpu: 12 * ms, children: 400 * ms} // 0.121, 0.120 of it by cc1
+	after[60] = procCPU{name: "bash", start: 2, children: 51300 * ms}            // 0.150, not 25
+	for pid := 20; pid < 40; pid++ {                                             // 0.0025 each: past the count
 		after[pid] = procCPU{name: "kworker", start: 1, cpu: 5 * ms}
 	}
 	got := noiseSources(before, after, map[int]bool{11: true}, 2)
@@ -42,6 +55,8 @@ func TestNoiseSources(t *testing.T) {
 		t.Fatalf("%d sources, want %d: %+v", len(got), maxNoiseSources, got)
 	}
 	want := []v1alpha1.NoiseSource{
+		{Name: "bash", PID: 60, CPU: 0.15, ExitedChildrenCPU: 0.15},
+		{Name: "sh", PID: 50, CPU: 0.121, ExitedChildrenCPU: 0.12},
 		{Name: "kdamond.0", PID: 10, CPU: 0.1, Threads: []v1alpha1.NoiseThread{{TID: 10, CPU: 0.1, Runs: 50, Wakeups: 40, CPUs: "0-1"}}},
 		{Name: "link", PID: 12, CPU: 0.06, Threads: []v1alpha1.NoiseThread{{TID: 12, CPU: 0.06, Runs: 30, Wakeups: 29}}},
 		{Name: "compile", PID: 15, CPU: 0.04, Threads: []v1alpha1.NoiseThread{{TID: 15, CPU: 0.0375, Runs: 10, Wakeups: 9}}},
@@ -53,10 +68,10 @@ func TestNoiseSources(t *testing.T) {
 			t.Errorf("source %d: got %+v, want %+v", i, got[i], want[i])
 		}
 	}
-	if got[len(got)-1].PID != 31 {
-		t.Errorf("last source %+v, want the kworker of pid 31 (ties by pid)", got[len(got)-1])
+	if got[len(got)-1].PID != 29 {
+		t.Errorf("last source %+v, want the kworker of pid 29 (ties by pid)", got[len(got)-1])
 	}
-	if s := FormatNoiseSources(got); s != "kdamond.0 (pid 10) 0.100, link (pid 12) 0.060, compile (pid 15) 0.040, 13 more 0.056" {
+	if s := FormatNoiseSources(got); s != "bash (pid 60) 0.150 (0.150 by its ended children), sh (pid 50) 0.121 (0.120 by its ended children), kdamond.0 (pid 10) 0.100, 13 more 0.150" {
 		t.Errorf("FormatNoiseSources = %q", s)
 	}
 	if got := noiseSources(before, after, nil, 0); got != nil {
