@@ -33,6 +33,24 @@ func ownThreadCPU() time.Duration {
 	return time.Duration(ts.Nano())
 }
 
+// startSelf starts the test binary as the child that env selects, in a
+// process group of its own that the test's cleanup kills.
+func startSelf(t *testing.T, env string) *exec.Cmd {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), env+"=1")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() })
+	return cmd
+}
+
 // burstChild spins 3 ms of CPU every 40 ms on one OS thread, for a minute at
 // most (its parent kills it sooner).
 func burstChild() int {
@@ -61,17 +79,7 @@ func TestRunMeasuresNoiseBursts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: measures a window on the real kernel")
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), burstChildEnv+"=1")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() }()
+	cmd := startSelf(t, burstChildEnv)
 	const length = 3 * time.Second
 	w := oneHogWindow(t, "noiseburst", length, 300*time.Millisecond, 1).Windows[0]
 	var src *v1alpha1.NoiseSource
@@ -223,18 +231,8 @@ func TestRunNamesEndedChildren(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: measures a window on the real kernel")
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir, usage := cpuUsageCgroup(t, fmt.Sprintf("schedlab-noisetest-%d", os.Getpid()))
-	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), spawnChildEnv+"=1")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() }()
+	cmd := startSelf(t, spawnChildEnv)
 	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
 		t.Fatal(err)
 	}
