@@ -347,6 +347,15 @@ type NodeCalibration struct {
 	// an idle CPU: expiry, idle exit and context switch together.
 	// +optional
 	TimerLatenessNs int64 `json:"timerLatenessNs,omitempty"`
+	// idleCPUIdle is the fraction of the timerLatenessNs measurement its
+	// CPU spent idle: near 1 on a quiet node. Well below 1, other work ran
+	// there (SCHED_IDLE work too, which the sleeper preempts with no idle
+	// exit): timerLatenessNs and constants.idleExitNs are then not an idle
+	// CPU's, and the node's idle-class load is part of its floor.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1
+	IdleCPUIdle *float64 `json:"idleCPUIdle,omitempty"`
 	// samples behind the medians.
 	// +optional
 	Samples int32 `json:"samples,omitempty"`

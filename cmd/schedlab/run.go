@@ -141,6 +141,9 @@ func run(ctx context.Context, stdout, stderr io.Writer, f *runFlags, args []stri
 			k := cal.Constants
 			fmt.Fprintf(stderr, "calibration window: timer %.1f µs, idle exit %.1f µs, wake-up %.1f µs, context switch %.1f µs, background load %.1f%% (other processes %.2f CPUs)\n",
 				us(k.TimerExpiryNs), us(k.IdleExitNs), us(k.WakeupNs), us(k.CtxSwitchNs), 100*cal.BackgroundLoad, cal.NoiseCPU)
+			if idle := cal.IdleCPUIdle; idle != nil && *idle < 0.5 {
+				fmt.Fprintf(stderr, "calibration window: the idle-timer sleeps' CPU was idle only %.2f of the time: other work ran there (SCHED_IDLE work too, which a wake-up preempts with no idle exit), so the idle exit measured is not an idle CPU's\n", *idle)
+			}
 			if k.TimerArmCPUNs > 0 {
 				fmt.Fprintf(stderr, "calibration window: a timer sleep's CPU leaves %.1f µs for arming the timer beyond the switch and the wake-up\n", us(k.TimerArmCPUNs))
 			}

@@ -13,8 +13,11 @@
 package calib
 
 import (
+	"math"
 	"slices"
 	"sort"
+
+	"k8s.io/utils/ptr"
 
 	"github.com/schedlab/schedlab/api/v1alpha1"
 	"github.com/schedlab/schedlab/internal/simengine"
@@ -45,6 +48,12 @@ type Raw struct {
 	// IdleTimerLate: lateness of a 1 ns-slack timer sleep on an otherwise
 	// idle CPU (timer interrupt, idle exit, context switch).
 	IdleTimerLate int64
+	// IdleCPUIdle: the fraction of that measurement's wall time its CPU
+	// spent idle (/proc/stat). The sleeper sleeps nearly all of it, so a
+	// quiet node gives nearly 1; other work on the CPU, SCHED_IDLE work
+	// included (the sleeper preempts it at once, with no idle exit), makes
+	// it less, and then IdleTimerLate is not an idle CPU's path.
+	IdleCPUIdle float64
 	// BusyTimerLate: the same with a SCHED_IDLE thread spinning on the
 	// sleeper's CPU (no idle exit; the wake-up preempts the spinner).
 	BusyTimerLate int64
@@ -150,6 +159,7 @@ func (r Raw) Calibration(noiseCPU float64) *v1alpha1.NodeCalibration {
 		Samples:         int32(r.Samples),
 		NoiseCPU:        noiseCPU,
 		BackgroundLoad:  r.BackgroundLoad,
+		IdleCPUIdle:     ptr.To(math.Round(r.IdleCPUIdle*1000) / 1000),
 	}
 }
 

@@ -46,8 +46,20 @@ func MeasureRaw(ctx context.Context, opts Options) (Raw, float64, error) {
 	last := cpus[len(cpus)-1]
 	steps := []func() error{
 		func() (err error) {
+			idle0, at0, err := cpuIdle(last)
+			if err != nil {
+				return err
+			}
 			r.IdleTimerLate, r.IdleTimerQ, r.TimerCPU, r.IdleQuiet, err = timerLateness(last, o.Sleeps, false)
-			return err
+			if err != nil {
+				return err
+			}
+			idle1, at1, err := cpuIdle(last)
+			if err != nil {
+				return err
+			}
+			r.IdleCPUIdle = min(max((idle1-idle0).Seconds()/at1.Sub(at0).Seconds(), 0), 1)
+			return nil
 		},
 		func() (err error) {
 			r.BusyTimerLate, r.BusyTimerQ, _, r.BusyQuiet, err = timerLateness(last, o.Sleeps, true)
@@ -128,6 +140,25 @@ func usage() (busy, self, bg time.Duration, at time.Time, err error) {
 	}
 	self = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 	return busy, self, bg, at, nil
+}
+
+// cpuIdle is the time cpu has spent idle (idle and iowait of /proc/stat,
+// in USER_HZ ticks: 10 ms), and when it was read.
+func cpuIdle(cpu int) (time.Duration, time.Time, error) {
+	at := time.Now()
+	fs, err := procfs.NewFS("/proc")
+	if err != nil {
+		return 0, at, err
+	}
+	st, err := fs.Stat()
+	if err != nil {
+		return 0, at, fmt.Errorf("reading /proc/stat: %w", err)
+	}
+	c, ok := st.CPU[int64(cpu)]
+	if !ok {
+		return 0, at, fmt.Errorf("/proc/stat has no line for CPU %d", cpu)
+	}
+	return time.Duration((c.Idle + c.Iowait) * float64(time.Second)), at, nil
 }
 
 // pin locks the calling goroutine to its thread and the thread to cpu, with

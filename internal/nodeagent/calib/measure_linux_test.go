@@ -41,6 +41,41 @@ func TestMeasureThisNode(t *testing.T) {
 	if r.BackgroundLoad < 0 || r.BackgroundLoad > 0.5 {
 		t.Errorf("background load %.3f: want the small share a spinner loses", r.BackgroundLoad)
 	}
+	// The sleeper sleeps nearly all of its 1 ms periods: on a quiet
+	// machine its CPU is idle most of the step.
+	if noise < 0.1 && r.IdleCPUIdle < 0.5 {
+		t.Errorf("the idle sleeps' CPU was idle %.3f of the time on a quiet machine (%.3f CPUs of others' work): want most of it", r.IdleCPUIdle, noise)
+	} else if noise >= 0.1 {
+		t.Logf("others used %.3f CPUs: the idle sleeps' CPU was idle %.3f of the time, not judged", noise, r.IdleCPUIdle)
+	}
+}
+
+// TestIdleClassWorkIsNotAnIdleCPU: a SCHED_IDLE spinner on the CPU of the
+// idle-timer sleeps leaves it never idle, and the calibration says so
+// (idleCPUIdle near 0), instead of passing the spinner's CPU off as an
+// idle one: the sleeper preempts the spinner with no idle exit.
+func TestIdleClassWorkIsNotAnIdleCPU(t *testing.T) {
+	cpus, err := allowedCPUs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := cpus[len(cpus)-1]
+	stop := make(chan struct{})
+	ready := make(chan spinReady)
+	go spinner(last, stop, ready)
+	if sr := <-ready; sr.err != nil {
+		close(stop)
+		t.Fatal(sr.err)
+	}
+	r, noise, err := MeasureRaw(context.Background(), Options{Sleeps: 300, Messages: 200})
+	close(stop)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("idle sleeps' CPU idle %.3f of the time beside a SCHED_IDLE spinner (noise %.3f CPUs); idle %d ns, busy %d ns", r.IdleCPUIdle, noise, r.IdleTimerLate, r.BusyTimerLate)
+	if r.IdleCPUIdle > 0.2 {
+		t.Errorf("the idle sleeps' CPU ran a SCHED_IDLE spinner throughout but was recorded idle %.3f of the time", r.IdleCPUIdle)
+	}
 }
 
 // TestPinnedThreadsGoBack: a thread the window pinned (affinity, 1 ns of
