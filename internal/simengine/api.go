@@ -266,6 +266,10 @@ type Pattern struct {
 	// RunNs is the CPU time per period (Periodic) or per message (PingPong, default 2 µs)
 	// or per probe (LatencyProbe, default 2 µs).
 	RunNs int64 `json:"runNs,omitempty"`
+	// RunJitterNs spreads a PingPong message's work: each message's work
+	// is drawn uniformly from RunNs-RunJitterNs to RunNs+RunJitterNs
+	// (0: every message costs RunNs). At most RunNs; PingPong only.
+	RunJitterNs int64 `json:"runJitterNs,omitempty"`
 	// PeriodNs is the Periodic period.
 	PeriodNs int64 `json:"periodNs,omitempty"`
 	// IntervalNs is the LatencyProbe interval.

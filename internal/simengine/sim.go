@@ -235,7 +235,10 @@ type task struct {
 	// Fifth cache line.
 	srv int32 // Server worker: its replica's server, -1 otherwise
 	req int32 // Server worker: the request slot it serves
-	_   [56]byte
+	// jitterNs: PingPong, the half-width of its messages' work spread
+	// (Pattern.RunJitterNs).
+	jitterNs int64
+	_        [48]byte
 }
 
 // taskPattern is the numeric part of a task's Pattern (its Type is kind).
@@ -328,6 +331,7 @@ type sim struct {
 	floorSpread                                                    bool
 	floorRnd                                                       uint64
 	spinRnd                                                        uint64 // spinOvershoot's stream
+	jitterRnd                                                      uint64 // messageJitter's stream
 	balanceIntervalNs                                              int64
 	// nrIdleScan is the flat LLC's sd_llc_shared->nr_idle_scan (SIS_UTIL),
 	// set by the periodic balances (balance.go).
@@ -466,6 +470,7 @@ func newSim(in *Input) (*sim, error) {
 	s.niRnd = in.Seed*0xd1b54a32d192ed03 + 0x8bb84b93962eacc9
 	s.initFloor(k0, n.Calibration)
 	s.spinRnd = s.in.Seed*0xbf58476d1ce4e5b9 + 0x94d049bb133111eb
+	s.jitterRnd = s.in.Seed*0x94d049bb133111eb + 0x2545f4914f6cdd1d
 	// One flat sched_domain spanning all CPUs: min_interval = sd_weight ms
 	// (sd_init(), v6.x).
 	s.balanceIntervalNs = int64(n.CPUs) * 1_000_000
@@ -679,6 +684,7 @@ func (s *sim) build() {
 					slack: slack, aff: aff, srv: srv, req: -1, rng: rand.New(rand.NewPCG(in.Seed, uint64(ti)+0x9e3779b97f4a7c15))}
 				if kind == patPingPong {
 					t.partner = first + int32(i^1)
+					t.jitterNs = g.Pattern.RunJitterNs
 				}
 				if kind != patHog && kind != patForeign {
 					t.hist = &histogram{}

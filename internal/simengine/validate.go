@@ -372,6 +372,9 @@ func validatePattern(where string, g *Group) error {
 	if p.RunNs > maxD || p.PeriodNs > maxD || p.IntervalNs > maxD || p.MeanRunNs > maxD || p.MeanSleepNs > maxD {
 		return fmt.Errorf("%s: pattern durations must be at most 1h", where)
 	}
+	if p.RunJitterNs != 0 && p.Type != PingPong {
+		return fmt.Errorf("%s: runJitterNs is for a PingPong pattern only", where)
+	}
 	switch p.Type {
 	case "", Hog:
 	case Periodic:
@@ -385,6 +388,9 @@ func validatePattern(where string, g *Group) error {
 	case PingPong:
 		if g.Tasks%2 != 0 {
 			return fmt.Errorf("%s: PingPong pairs tasks 0-1, 2-3, ...; set tasks to an even number", where)
+		}
+		if p.RunJitterNs < 0 || p.RunJitterNs > p.RunNs {
+			return fmt.Errorf("%s: a PingPong pattern's runJitterNs must be between 0 and its runNs", where)
 		}
 	case Server:
 		if err := validateServer(where, g); err != nil {

@@ -91,11 +91,28 @@ const (
 	pingRead
 )
 
+// pingRun is the work of a PingPong message: RunNs, or a draw uniform
+// over RunNs ± RunJitterNs from the simulation's own stream (no draw
+// without jitter, so no other draw of a run moves).
 func (s *sim) pingRun(t *task) int64 {
 	if t.pat.RunNs > 0 {
+		if j := t.jitterNs; j > 0 {
+			return t.pat.RunNs - j + int64(s.messageJitter()%uint64(2*j+1))
+		}
 		return t.pat.RunNs
 	}
 	return defaultProbeRun
+}
+
+// messageJitter is the next value of the message-work stream (splitmix64,
+// as spinOvershoot's).
+func (s *sim) messageJitter() uint64 {
+	s.jitterRnd += 0x9e3779b97f4a7c15
+	z := s.jitterRnd
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	z ^= z >> 31
+	return z >> 11
 }
 
 // burstDone is called when the running task ti has consumed its current
