@@ -96,6 +96,15 @@ type NodeCapabilities struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=512
 	TopologySource string `json:"topologySource,omitempty"`
+	// nonMainlineSchedSysctls are the node's kernel.sched_* sysctls that
+	// no mainline kernel has, as name=value: a vendor build's scheduler
+	// changes. The simulator models mainline: where the node's kernel
+	// has such changes, a prediction may differ from the node for them.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=128
+	NonMainlineSchedSysctls []string `json:"nonMainlineSchedSysctls,omitempty"`
 }
 
 // GroupMeasurement is one group's metrics in one window.

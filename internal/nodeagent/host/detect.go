@@ -93,7 +93,59 @@ func Detect(fsys FS) (*v1alpha1.NodeCapabilities, error) {
 	}
 	c.Preempt = preemptModel(fsys, c.Knobs, cfg)
 	c.Features, c.FeaturesSource = detectFeatures(fsys, kv, c.Knobs)
+	c.NonMainlineSchedSysctls = nonMainlineSchedSysctls(fsys)
 	return c, nil
+}
+
+// mainlineSchedSysctls are the kernel.sched_* sysctls mainline kernels
+// have had, 4.x to 6.18 (kernel/sched/core.c, fair.c, rt.c, deadline.c,
+// topology.c, autogroup.c; kernel/sysctl.c before 6.x moved them;
+// arch/x86 for sched_itmt_enabled). The CFS tunables of sched_latency_ns
+// and its kin left /proc/sys for debugfs in 5.13.
+var mainlineSchedSysctls = map[string]bool{
+	"sched_autogroup_enabled": true, "sched_cfs_bandwidth_slice_us": true, "sched_child_runs_first": true,
+	"sched_deadline_period_max_us": true, "sched_deadline_period_min_us": true, "sched_energy_aware": true,
+	"sched_rr_timeslice_ms": true, "sched_rt_period_us": true, "sched_rt_runtime_us": true, "sched_schedstats": true,
+	"sched_util_clamp_max": true, "sched_util_clamp_min": true, "sched_util_clamp_min_rt_default": true,
+	"sched_itmt_enabled": true, "sched_latency_ns": true, "sched_min_granularity_ns": true,
+	"sched_wakeup_granularity_ns": true, "sched_migration_cost_ns": true, "sched_nr_migrate": true,
+	"sched_tunable_scaling": true, "sched_domain": true, "sched_time_avg_ms": true, "sched_shares_window_ns": true,
+	"sched_numa_balancing_scan_delay_ms": true, "sched_numa_balancing_scan_period_min_ms": true,
+	"sched_numa_balancing_scan_period_max_ms": true, "sched_numa_balancing_scan_size_mb": true,
+}
+
+// maxNonMainlineSysctls bounds the list a node reports.
+const maxNonMainlineSysctls = 16
+
+// nonMainlineSchedSysctls lists the kernel.sched_* sysctls of this node
+// that no mainline kernel has, as "name=value" ("name" alone when it cannot
+// be read), sorted: a vendor's scheduler changes, which the simulator (a
+// model of mainline fair.c) does not know. A node that reports any
+// measures a scheduler the predictions may not describe.
+func nonMainlineSchedSysctls(fsys FS) []string {
+	ents, err := fsys.ReadDir("/proc/sys/kernel")
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range ents {
+		name := e.Name()
+		if !strings.HasPrefix(name, "sched_") || mainlineSchedSysctls[name] {
+			continue
+		}
+		if b, err := fsys.ReadFile("/proc/sys/kernel/" + name); err == nil && !e.IsDir() {
+			name += "=" + strings.Join(strings.Fields(string(b)), " ")
+		}
+		if len(name) > 128 {
+			name = name[:125] + "..."
+		}
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	if len(out) > maxNonMainlineSysctls {
+		out = out[:maxNonMainlineSysctls]
+	}
+	return out
 }
 
 // kernelRelease reads the kernel release from procfs (so test trees can set

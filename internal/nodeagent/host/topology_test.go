@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -202,5 +203,32 @@ func TestDetectTopologyThisMachine(t *testing.T) {
 	}
 	if caps.TopologySource != src {
 		t.Errorf("capabilities topologySource %q, want %q", caps.TopologySource, src)
+	}
+}
+
+// A vendor kernel's scheduler sysctl is reported with its value; mainline's
+// are not, nor are other sysctls.
+func TestNonMainlineSchedSysctls(t *testing.T) {
+	root := t.TempDir()
+	for name, v := range map[string]string{
+		"sched_autogroup_enabled": "1\n", "sched_rt_runtime_us": "950000\n", "sched_schedstats": "0\n",
+		"sched_vcpu_pack": "15\n", "sched_pelt_multiplier": "4\n", "numa_balancing": "0\n",
+	} {
+		if err := os.MkdirAll(filepath.Join(root, "proc/sys/kernel"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, "proc/sys/kernel", name), []byte(v), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(root, "proc/sys/kernel/sched_domain/cpu0"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	got := nonMainlineSchedSysctls(NewFS(root))
+	if want := []string{"sched_pelt_multiplier=4", "sched_vcpu_pack=15"}; !slices.Equal(got, want) {
+		t.Errorf("nonMainlineSchedSysctls = %q, want %q", got, want)
+	}
+	if got := nonMainlineSchedSysctls(NewFS(t.TempDir())); got != nil {
+		t.Errorf("a node without /proc/sys/kernel listed %q", got)
 	}
 }
