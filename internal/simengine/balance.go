@@ -185,7 +185,7 @@ func (s *sim) selectIdleCPUFlat(ti, target int32) int32 {
 			if !s.allowed(ti, c) {
 				continue
 			}
-			if s.cpuIdle(c) {
+			if s.cpuIdle(c) || s.schedIdleCPU(c) {
 				return c
 			}
 			nr--
@@ -197,10 +197,21 @@ func (s *sim) selectIdleCPUFlat(ti, target int32) int32 {
 		from = 0
 	}
 	c := s.nextIdleCPU(from)
-	if c < 0 {
-		return -1
+	d := s.nCPU
+	if c >= 0 {
+		d = (c - from + s.nCPU) % s.nCPU
 	}
-	if d := (c - from + s.nCPU) % s.nCPU; d >= nr {
+	if s.anySchedIdle {
+		// __select_idle_cpu() takes a CPU that runs only SCHED_IDLE or
+		// idle-group tasks (sched_idle_cpu()) as it takes an idle one: the
+		// first of either within the limit.
+		for i := int32(0); i < min(d, nr); i++ {
+			if x := (from + i) % s.nCPU; s.schedIdleCPU(x) {
+				return x
+			}
+		}
+	}
+	if c < 0 || d >= nr {
 		return -1
 	}
 	return c
@@ -526,4 +537,35 @@ func (s *sim) moveQueuedTask(ti, dst int32) {
 	s.migrateTask(ti, dst)
 	s.enqueueTask(ti, 0)
 	s.checkPreemptCurr(dst, ti, dst)
+}
+
+// rebalanceFlat is sched_balance_domains() (v6.12; v6.18 alike) for the flat
+// machine's one domain at a busy CPU's tick: the domain balances once its
+// interval since the last balance (sd->last_balance) has passed, an
+// interval busy_factor times longer on a busy CPU, and a CPU whose queue
+// holds only SCHED_IDLE or idle-group tasks (sched_idle_cpu()) is not busy;
+// after a pull the CPU's state is read again. rq->next_balance is the next
+// due time. dequeueTask() brings it forward when a CPU is left with idle
+// tasks only.
+func (s *sim) rebalanceFlat(c int32) {
+	cpu := &s.cpus[c]
+	s.decayNewidleCost(c)
+	busy := !s.schedIdleCPU(c)
+	interval := s.balanceIntervalFlat(busy)
+	if cpu.lastBalance == never || s.now >= cpu.lastBalance+interval {
+		if s.loadBalance(c, false, false) {
+			busy = !s.cpuIdle(c) && !s.schedIdleCPU(c)
+		}
+		cpu.lastBalance = s.now
+		interval = s.balanceIntervalFlat(busy)
+	}
+	cpu.nextBalance = cpu.lastBalance + interval
+}
+
+// balanceIntervalFlat is get_sd_balance_interval() of the flat domain.
+func (s *sim) balanceIntervalFlat(busy bool) int64 {
+	if busy {
+		return s.balanceIntervalNs * busyFactor
+	}
+	return s.balanceIntervalNs
 }

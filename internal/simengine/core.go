@@ -360,10 +360,7 @@ func (s *sim) tick() {
 				s.rebalanceDomains(c, cpuNotIdle) // per level: topology.go
 				continue
 			}
-			// rebalance_domains(): busy CPUs balance busy_factor times less often.
-			s.decayNewidleCost(c)
-			s.loadBalance(c, false, false)
-			cpu.nextBalance = s.now + s.balanceIntervalNs*busyFactor
+			s.rebalanceFlat(c)
 		}
 	}
 	if s.nCPU == 1 || !anyIdle {
@@ -393,6 +390,7 @@ func (s *sim) tick() {
 					s.reschedCurr(c, false)
 				}
 				cpu.nextBalance = s.now + s.balanceIntervalNs
+				cpu.lastBalance = s.now
 			}
 		}
 		s.nohzStatsEnd(hasBlocked)

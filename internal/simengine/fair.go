@@ -824,9 +824,15 @@ func (s *sim) dequeueTask(ti int32, flags int) bool {
 	if t.policy == polIdle {
 		idle = one
 	}
+	wasSchedIdle := s.schedIdleCPU(c)
 	if !s.dequeueEntities(t.se, flags, one, idle) {
 		s.setIdle(c, s.cpuIdle(c))
 		return false
+	}
+	if !wasSchedIdle && s.schedIdleCPU(c) {
+		// dequeue_entities() (v6.12, v6.18): "balance early to pull high
+		// priority tasks" when only idle tasks are left.
+		s.cpus[c].nextBalance = s.now
 	}
 	cpu := &s.cpus[c]
 	last := int32(len(cpu.tasks) - 1)

@@ -266,6 +266,7 @@ type cpuState struct {
 	idleStamp       int64
 	avgIdle         int64
 	nextBalance     int64
+	lastBalance     int64 // the flat domain's sd->last_balance
 	nrBalanceFailed int
 	forkCount       int32 // tasks placed here at start (fork balancing)
 
@@ -282,7 +283,7 @@ type cpuState struct {
 	// decays, and a longer new-idle balance raises it. avg_idle is
 	// clamped to twice it.
 	maxIdleBalanceCost int64
-	_                  [48]byte
+	_                  [40]byte
 }
 
 type event struct {
@@ -297,8 +298,11 @@ type sim struct {
 	nCPU     int32
 	eevdf    bool
 	anyQuota bool
-	feat     features
-	lazy     bool
+	// anySchedIdle: some task is SCHED_IDLE or in a cpu.idle group, so a
+	// CPU can be sched_idle_cpu().
+	anySchedIdle bool
+	feat         features
+	lazy         bool
 	// reweightPlaceCurr: reweight_entity() of the running entity calls
 	// place_entity() with the entity still counted in avg_vruntime()
 	// (v6.13..v6.18.44, v6.19; see reweightEntity).
@@ -546,6 +550,7 @@ func (s *sim) build() {
 		s.cpus[c].curr = -1
 		s.cpus[c].avgIdle = 2 * s.migrationCost // rq->avg_idle = 2*sysctl_sched_migration_cost (sched_init)
 		s.cpus[c].nextBalance = s.balanceIntervalNs
+		s.cpus[c].lastBalance = never // none yet: the first due balance runs
 		s.cpus[c].runEndT = never
 		s.cpus[c].ni = newNewidleState()
 		s.cpus[c].maxIdleBalanceCost = DefaultMigrationCost
@@ -694,12 +699,27 @@ func (s *sim) build() {
 		}
 	}
 	for i := range s.tasks {
+		if s.tasks[i].policy == polIdle || s.tasks[i].tg >= 0 && s.tgIdle(s.tasks[i].tg) {
+			s.anySchedIdle = true
+		}
+	}
+	for i := range s.tasks {
 		if e := &s.ents[s.tasks[i].se]; e.customSlice && e.slice != s.baseSlice {
 			s.sliceVaries = true
 			break
 		}
 	}
 	s.groupSlice = s.groupSlice && s.sliceVaries
+}
+
+// tgIdle is whether a task group or one of its ancestors has cpu.idle.
+func (s *sim) tgIdle(tg int32) bool {
+	for ; tg >= 0; tg = s.tgs[tg].parent {
+		if s.tgs[tg].idle {
+			return true
+		}
+	}
+	return false
 }
 
 // newTaskGroup creates a task group with a cfs_rq and a group entity per CPU

@@ -1,0 +1,111 @@
+package simengine
+
+import "testing"
+
+// __select_idle_cpu() (v6.12, v6.18) takes a CPU that runs only SCHED_IDLE
+// or idle-group tasks (sched_idle_cpu()) as it takes an idle one, so the
+// flat machine's scan in select_idle_sibling() stops at it too.
+func TestFlatScanTakesSchedIdleCPU(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		group Group
+	}{
+		{"SCHED_IDLE task", Group{Name: "idle", Tasks: 1, Policy: "Idle", Nice: 19}},
+		{"cpu.idle group", Group{Name: "idle", Tasks: 1, CPUIdle: true}},
+	} {
+		// Three hogs on CPUs 0-2 and the idle task forked onto CPU 3.
+		s := startedSim(t, Input{Node: Node{CPUs: 4}, DurationNs: 1e9, Seed: 1,
+			Groups: []Group{{Name: "hogs", Tasks: 3}, c.group}})
+		for i := int32(0); i < 4; i++ {
+			if s.tasks[i].cpu != i {
+				t.Fatalf("%s: task %d forked onto cpu%d, want cpu%d", c.name, i, s.tasks[i].cpu, i)
+			}
+		}
+		if s.cpuIdle(3) || !s.schedIdleCPU(3) {
+			t.Fatalf("%s: cpu3 idle %v, sched_idle_cpu %v; want only the idle task there", c.name, s.cpuIdle(3), s.schedIdleCPU(3))
+		}
+		// A wake-up of hog 0 (prev = target = cpu0, busy); the scan visits
+		// cpu1, cpu2, cpu3.
+		for _, l := range []struct{ nr, want int32 }{{4, 3}, {3, 3}, {2, 0}, {0, 0}} {
+			s.nrIdleScan = l.nr
+			if got := s.selectIdleSibling(0, 0, 0); got != l.want {
+				t.Errorf("%s, nr_idle_scan %d: select_idle_sibling() = cpu%d, want cpu%d", c.name, l.nr, got, l.want)
+			}
+		}
+	}
+}
+
+// dequeue_entities() (v6.12, v6.18): when a dequeue leaves a CPU with only
+// SCHED_IDLE or idle-group tasks, rq->next_balance = jiffies ("balance early
+// to pull high priority tasks"), and the next tick's sched_balance_domains()
+// balances. Without it the CPU, which never goes idle (its idle task runs),
+// waits out the busy interval of its last balance (32 ms on 2 CPUs) before
+// it balances again.
+func TestSchedIdleCPUBalancesEarly(t *testing.T) {
+	s := startedSim(t, Input{Node: Node{CPUs: 2}, DurationNs: 200_000_000, Seed: 1,
+		Groups: []Group{
+			{Name: "idle", Tasks: 1, Policy: "Idle", Nice: 19, CPUIdle: true, CPUs: []int32{1}},
+			{Name: "light", Tasks: 1, CPUs: []int32{1}},
+			{Name: "hogs", Tasks: 2},
+		}})
+	for i, want := range []int32{1, 1, 0, 0} {
+		if s.tasks[i].cpu != want {
+			t.Fatalf("task %d forked onto cpu%d, want cpu%d", i, s.tasks[i].cpu, want)
+		}
+	}
+	s.end = 60_000_000
+	s.loop() // (loop() runs once: it drops the first event at or past s.end)
+	if s.cpus[1].curr != 1 || s.tasks[2].cpu != 0 || s.tasks[3].cpu != 0 {
+		t.Fatalf("at 60 ms cpu1 runs task %d (want the light task 1), hogs on cpu%d and cpu%d (want cpu0)", s.cpus[1].curr, s.tasks[2].cpu, s.tasks[3].cpu)
+	}
+	due := s.cpus[1].nextBalance
+	if due <= s.now+s.tickNs {
+		t.Fatalf("cpu1's next balance at %d ns, within a tick of %d ns: the test needs it later", due, s.now)
+	}
+	// The light task goes to sleep: cpu1 is left with its idle task.
+	s.blockTask(1)
+	s.flushResched()
+	if !s.schedIdleCPU(1) {
+		t.Fatal("cpu1 is not sched_idle_cpu() with only its idle task queued")
+	}
+	if got := s.cpus[1].nextBalance; got > s.now {
+		t.Errorf("cpu1's next balance at %d ns after the dequeue at %d ns (it was due at %d), want now", got, s.now, due)
+	}
+	// The next tick (what the event loop does at it) balances the domain,
+	// with the interval of a CPU that is not busy for the one after.
+	s.now = (s.now/s.tickNs + 1) * s.tickNs
+	s.tick()
+	s.flushResched()
+	if s.cpus[1].lastBalance != s.now {
+		t.Errorf("cpu1 last balanced at %d ns, want at the tick after the dequeue, %d ns (its busy balance was due at %d)", s.cpus[1].lastBalance, s.now, due)
+	}
+	if s.schedIdleCPU(1) {
+		if got := s.cpus[1].nextBalance; got != s.now+s.balanceIntervalNs {
+			t.Errorf("cpu1's next balance at %d ns, want %d", got, s.now+s.balanceIntervalNs)
+		}
+	}
+}
+
+// sched_balance_domains() (v6.12, v6.18): busy = idle != CPU_IDLE &&
+// !sched_idle_cpu(cpu), so a CPU that runs only idle tasks balances at the
+// domain's interval, a busy one busy_factor times less often.
+func TestSchedIdleCPUBalanceInterval(t *testing.T) {
+	s := startedSim(t, Input{Node: Node{CPUs: 2}, DurationNs: 100_000_000, Seed: 1,
+		Groups: []Group{
+			{Name: "hogs", Tasks: 2, CPUs: []int32{0}},
+			{Name: "idle", Tasks: 1, Policy: "Idle", Nice: 19, CPUs: []int32{1}},
+		}})
+	s.end = 50_000_000
+	s.loop()
+	if !s.schedIdleCPU(1) || s.schedIdleCPU(0) || s.cpus[0].lastBalance == never || s.cpus[1].lastBalance == never {
+		t.Fatalf("cpu1 sched_idle %v, cpu0 %v; balanced at %d and %d ns", s.schedIdleCPU(1), s.schedIdleCPU(0), s.cpus[0].lastBalance, s.cpus[1].lastBalance)
+	}
+	for _, c := range []struct {
+		cpu  int32
+		want int64
+	}{{0, s.balanceIntervalNs * busyFactor}, {1, s.balanceIntervalNs}} {
+		if got := s.cpus[c.cpu].nextBalance - s.cpus[c.cpu].lastBalance; got != c.want {
+			t.Errorf("cpu%d: next balance %d ns after the last, want %d ns", c.cpu, got, c.want)
+		}
+	}
+}
