@@ -824,7 +824,11 @@ func (s *sim) dequeueTask(ti int32, flags int) bool {
 	if t.policy == polIdle {
 		idle = one
 	}
-	wasSchedIdle := s.schedIdleCPU(c)
+	// sched_idle_rq() before the dequeue. The kernel's counts (rq->nr_running,
+	// h_nr_idle) hold a delayed task until its final dequeue, the simulator's
+	// runnable counts drop it when it is delayed: a delayed task that is not
+	// idle itself kept the CPU from being sched_idle until now.
+	wasSchedIdle := s.schedIdleCPU(c) && (flags&deqDelayed == 0 || s.taskHIdle(ti))
 	if !s.dequeueEntities(t.se, flags, one, idle) {
 		s.setIdle(c, s.cpuIdle(c))
 		return false

@@ -109,3 +109,48 @@ func TestSchedIdleCPUBalanceInterval(t *testing.T) {
 		}
 	}
 }
+
+// A task that goes to sleep not eligible stays queued, delayed
+// (DELAY_DEQUEUE, v6.12+): dequeue_entities() returns before the early
+// balance and still counts it in rq->nr_running, so the CPU becomes
+// sched_idle_rq() only at the delayed task's final dequeue, and that is when
+// the early balance comes.
+func TestSchedIdleCPUBalancesEarlyAfterDelayedDequeue(t *testing.T) {
+	// The light task and the idle group's entity share cpu1's root queue,
+	// placed at the same vruntime; as soon as the light task has run, it is
+	// ahead of its share (not eligible) until the idle entity's turn. Find
+	// such a moment in the first tick (loop() runs once per sim).
+	light := int32(1)
+	var s *sim
+	for end := int64(100_000); ; end += 100_000 {
+		if end >= 4_000_000 {
+			t.Fatal("the light task never ran not eligible on cpu1 in the first tick")
+		}
+		s = startedSim(t, Input{Node: Node{CPUs: 2}, DurationNs: 200_000_000, Seed: 1,
+			Groups: []Group{
+				{Name: "idle", Tasks: 1, Policy: "Idle", Nice: 19, CPUIdle: true, CPUs: []int32{1}},
+				{Name: "light", Tasks: 1, Root: true, CPUs: []int32{1}},
+				{Name: "hogs", Tasks: 2},
+			}})
+		s.end = end
+		s.loop()
+		if se := s.tasks[light].se; s.cpus[1].curr == light && !s.cpus[1].needResched && !s.entityEligible(s.ents[se].rq, se) {
+			break
+		}
+	}
+	se := s.tasks[light].se
+	due := s.cpus[1].nextBalance
+	s.blockTask(light)
+	s.flushResched()
+	if !s.ents[se].delayed {
+		t.Fatal("the light task went to sleep not eligible but was not delayed")
+	}
+	if s.cpus[1].nextBalance != due {
+		t.Errorf("cpu1's next balance moved to %d ns at the delayed dequeue (was %d), want it unchanged", s.cpus[1].nextBalance, due)
+	}
+	// Its final dequeue, as the pick does it once the entity is picked.
+	s.finishDelayedDequeue(se)
+	if got := s.cpus[1].nextBalance; got > s.now {
+		t.Errorf("cpu1's next balance at %d ns after the delayed task's final dequeue at %d ns (it was due at %d), want now", got, s.now, due)
+	}
+}

@@ -699,7 +699,7 @@ func (s *sim) build() {
 		}
 	}
 	for i := range s.tasks {
-		if s.tasks[i].policy == polIdle || s.tasks[i].tg >= 0 && s.tgIdle(s.tasks[i].tg) {
+		if s.taskHIdle(int32(i)) {
 			s.anySchedIdle = true
 		}
 	}
@@ -710,6 +710,13 @@ func (s *sim) build() {
 		}
 	}
 	s.groupSlice = s.groupSlice && s.sliceVaries
+}
+
+// taskHIdle is whether a task counts in h_nr_idle at the root: SCHED_IDLE,
+// or in a cpu.idle group at some level.
+func (s *sim) taskHIdle(ti int32) bool {
+	t := &s.tasks[ti]
+	return t.policy == polIdle || t.tg >= 0 && s.tgIdle(t.tg)
 }
 
 // tgIdle is whether a task group or one of its ancestors has cpu.idle.
