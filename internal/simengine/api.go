@@ -100,6 +100,16 @@ type Constants struct {
 	// from v5.16 (see newidle.go). Not measured by the agent; the default
 	// (3 µs) is an order of magnitude for a domain of a few CPUs.
 	NewidleBalanceNs int64 `json:"newidleBalanceNs,omitempty"`
+	// ColdWakeNs: what a woken task pays, beyond the context switch, per
+	// doubling of its sleep past 2 ms, up to a sleep of 100 ms: the caches
+	// and TLB entries the other tasks took from it while it slept,
+	// refilled on its way back to user space. It is paid at the wake-up's
+	// level of the context switch's spread (the median costs ColdWakeNs
+	// per doubling) and counts in its latency and CPU time. Not measured
+	// by the agent yet; the default (4 µs) is the median of what a 2-CPU
+	// EEVDF VM showed for LatencyProbes of 5 to 100 ms beside four hogs
+	// against one of 1 ms (docs/latency-tail.md, tenth session).
+	ColdWakeNs int64 `json:"coldWakeNs,omitempty"`
 
 	// The spread of the four latency terms. Each list, when set, holds
 	// its term's values at QuantileLevels (nondecreasing). Every wake-up
@@ -153,6 +163,7 @@ const DefaultTimerSlackNs int64 = 50_000
 func DefaultConstants() Constants {
 	return Constants{TimerExpiryNs: 5_000, WakeupNs: 3_000, IdleExitNs: 5_000, CtxSwitchNs: 3_000, WakeupCPUNs: 2_000, TimerArmCPUNs: 3_000,
 		NewidleBalanceNs:       3_000,
+		ColdWakeNs:             4_000,
 		TimerExpiryQuantilesNs: []int64{3_000, 4_000, 5_000, 6_500, 10_000, 14_000, 25_000},
 		WakeupQuantilesNs:      []int64{2_000, 2_500, 3_000, 4_000, 6_000, 8_000, 15_000},
 		IdleExitQuantilesNs:    []int64{2_000, 3_000, 5_000, 8_000, 15_000, 25_000, 50_000},
@@ -185,7 +196,7 @@ func (c Constants) resolve() Constants {
 		return v, nil
 	}
 	out := Constants{WakeupCPUNs: f(c.WakeupCPUNs, d.WakeupCPUNs), TimerArmCPUNs: f(c.TimerArmCPUNs, d.TimerArmCPUNs),
-		NewidleBalanceNs: f(c.NewidleBalanceNs, d.NewidleBalanceNs)}
+		NewidleBalanceNs: f(c.NewidleBalanceNs, d.NewidleBalanceNs), ColdWakeNs: f(c.ColdWakeNs, d.ColdWakeNs)}
 	out.TimerExpiryNs, out.TimerExpiryQuantilesNs = q(c.TimerExpiryNs, c.TimerExpiryQuantilesNs, d.TimerExpiryNs, d.TimerExpiryQuantilesNs)
 	out.WakeupNs, out.WakeupQuantilesNs = q(c.WakeupNs, c.WakeupQuantilesNs, d.WakeupNs, d.WakeupQuantilesNs)
 	out.IdleExitNs, out.IdleExitQuantilesNs = q(c.IdleExitNs, c.IdleExitQuantilesNs, d.IdleExitNs, d.IdleExitQuantilesNs)

@@ -171,7 +171,7 @@ func (s *sim) switchIn(c, ti int32, fromIdle bool) {
 	if t.wakeAt >= 0 {
 		// A woken task pays its wake-up's draw of the path (drawFloor).
 		f := &s.floorTab[t.floorIdx]
-		cost = f.ctx
+		cost = f.ctx + s.coldWake(t, f)
 		if fromIdle {
 			cost += f.idle
 		}
@@ -272,6 +272,7 @@ func (s *sim) blockTask(ti int32) {
 	}
 	s.dequeueTask(ti, deqSleep)
 	t.state = tsSleeping
+	t.sleptAt = s.now
 	if s.inWindow() {
 		t.vol++
 	}

@@ -10,10 +10,20 @@ import "math"
 
 const floorBuckets = 64
 
-// floorCosts are the latency terms at one level.
+// floorCosts are the latency terms at one level; cold is ColdWakeNs at the
+// level (per doubling of the sleep, see coldWake).
 type floorCosts struct {
-	timer, wake, idle, ctx int64
+	timer, wake, idle, ctx, cold int64
 }
+
+// The sleeps over which a wake-up grows colder (Constants.ColdWakeNs): from
+// 2 ms (the calibration window's 1 ms sleeps hold the path of short sleeps
+// already, and 2 ms LatencyProbes woke as fast as 1 ms ones on the node) to
+// 100 ms, the longest sleep measured.
+const (
+	coldWakeFromNs = 2_000_000
+	coldWakeToNs   = 100_000_000
+)
 
 // quantileAt is the value at level u of the distribution given by its
 // values q at QuantileLevels: geometric between levels (a latency's tail is
@@ -47,11 +57,19 @@ func (s *sim) initFloor(k Constants, cal Calibration) {
 	spread := false
 	for i := range s.floorTab {
 		u := (float64(i) + 0.5) / floorBuckets
+		ctx := quantileAt(k.CtxSwitchQuantilesNs, k.CtxSwitchNs, u)
+		// The cold part follows the context switch's spread (the incoming
+		// task's cache and TLB state), its median at ColdWakeNs.
+		cold := k.ColdWakeNs
+		if k.CtxSwitchNs > 0 {
+			cold = int64(float64(k.ColdWakeNs)*float64(ctx)/float64(k.CtxSwitchNs) + 0.5)
+		}
 		s.floorTab[i] = floorCosts{
 			timer: quantileAt(k.TimerExpiryQuantilesNs, k.TimerExpiryNs, u) + cal.TimerOverheadNs,
 			wake:  quantileAt(k.WakeupQuantilesNs, k.WakeupNs, u) + cal.WakeupOverheadNs,
 			idle:  quantileAt(k.IdleExitQuantilesNs, k.IdleExitNs, u),
-			ctx:   quantileAt(k.CtxSwitchQuantilesNs, k.CtxSwitchNs, u) + cal.CtxSwitchNs,
+			ctx:   ctx + cal.CtxSwitchNs,
+			cold:  cold,
 		}
 		if s.floorTab[i] != s.floorTab[0] {
 			spread = true
@@ -73,4 +91,17 @@ func (s *sim) drawFloor(ti int32) {
 	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
 	z ^= z >> 31
 	s.tasks[ti].floorIdx = uint8(z >> (64 - 6))
+}
+
+// coldWake is what task t, switched in now after a sleep, pays for the cache
+// and TLB state it lost while it slept (Constants.ColdWakeNs): f.cold per
+// doubling of the time since it blocked beyond coldWakeFromNs, the time
+// counted up to coldWakeToNs.
+func (s *sim) coldWake(t *task, f *floorCosts) int64 {
+	d := s.now - t.sleptAt
+	if f.cold == 0 || d <= coldWakeFromNs {
+		return 0
+	}
+	d = min(d, coldWakeToNs)
+	return int64(float64(f.cold)*math.Log2(float64(d)/coldWakeFromNs) + 0.5)
 }

@@ -46,4 +46,5 @@ func boolp(b bool) *bool { return &b }
 
 // freeWakeups are node constants of a wake-up path that costs nothing, for
 // tests of scheduler rules alone.
-var freeWakeups = Constants{TimerExpiryNs: NoCost, WakeupNs: NoCost, IdleExitNs: NoCost, CtxSwitchNs: NoCost, WakeupCPUNs: NoCost, TimerArmCPUNs: NoCost}
+var freeWakeups = Constants{TimerExpiryNs: NoCost, WakeupNs: NoCost, IdleExitNs: NoCost, CtxSwitchNs: NoCost, WakeupCPUNs: NoCost, TimerArmCPUNs: NoCost,
+	ColdWakeNs: NoCost}

@@ -224,6 +224,7 @@ type task struct {
 	latN, latISum, latMax int64
 	latFSum               float64
 	vol, invol            int64
+	sleptAt               int64 // when the task last blocked (coldWake)
 	misses                int64
 
 	// Fourth cache line: the pattern.

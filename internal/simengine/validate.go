@@ -177,7 +177,8 @@ func validate(in *Input) error {
 		name string
 		v    int64
 	}{{"timerExpiryNs", k0.TimerExpiryNs}, {"wakeupNs", k0.WakeupNs}, {"idleExitNs", k0.IdleExitNs},
-		{"ctxSwitchNs", k0.CtxSwitchNs}, {"wakeupCPUNs", k0.WakeupCPUNs}, {"timerArmCPUNs", k0.TimerArmCPUNs}} {
+		{"ctxSwitchNs", k0.CtxSwitchNs}, {"wakeupCPUNs", k0.WakeupCPUNs}, {"timerArmCPUNs", k0.TimerArmCPUNs},
+		{"coldWakeNs", k0.ColdWakeNs}} {
 		if kv.v < NoCost || kv.v > 100_000_000 {
 			return fmt.Errorf("node.constants.%s is %d; set it between 0 (the default) and 1e8 (100ms), or to -1 for none", kv.name, kv.v)
 		}
