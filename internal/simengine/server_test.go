@@ -20,7 +20,8 @@ func erlangC(c int, a float64) float64 {
 }
 
 func serverInput(cpus, workers int, rate float64, svc string, meanNs int64) Input {
-	nc := Constants{TimerExpiryNs: NoCost, WakeupNs: NoCost, IdleExitNs: NoCost, CtxSwitchNs: NoCost, WakeupCPUNs: NoCost, TimerArmCPUNs: NoCost}
+	nc := Constants{TimerExpiryNs: NoCost, WakeupNs: NoCost, IdleExitNs: NoCost, CtxSwitchNs: NoCost, WakeupCPUNs: NoCost, TimerArmCPUNs: NoCost,
+		ColdWakeNs: NoCost}
 	return Input{
 		Node: Node{CPUs: cpus, Constants: nc},
 		Groups: []Group{{Name: "web", Tasks: workers, Pattern: Pattern{Type: Server,

@@ -224,7 +224,6 @@ type task struct {
 	latN, latISum, latMax int64
 	latFSum               float64
 	vol, invol            int64
-	sleptAt               int64 // when the task last blocked (coldWake)
 	misses                int64
 
 	// Fourth cache line: the pattern.
@@ -239,7 +238,8 @@ type task struct {
 	// jitterNs: PingPong, the half-width of its messages' work spread
 	// (Pattern.RunJitterNs).
 	jitterNs int64
-	_        [48]byte
+	sleptAt  int64 // when the task last blocked (coldWake)
+	_        [40]byte
 }
 
 // taskPattern is the numeric part of a task's Pattern (its Type is kind).
