@@ -105,7 +105,11 @@ type Constants struct {
 	// and TLB entries the other tasks took from it while it slept,
 	// refilled on its way back to user space. It is paid at the wake-up's
 	// level of the context switch's spread (the median costs ColdWakeNs
-	// per doubling) and counts in its latency and CPU time. Not measured
+	// per doubling) and counts in its wake-up latency only: its CPU time
+	// was not measured, and charged to the task it lengthens the first
+	// message of a PingPong partner woken after a long wait, which breaks
+	// the lock step the node kept without a spread of the messages' work
+	// (TestMessageJitterSetsCapture). Not measured
 	// by the agent yet; the default (4 µs) is the median of what a 2-CPU
 	// EEVDF VM showed for LatencyProbes of 5 to 100 ms beside four hogs
 	// against one of 1 ms (docs/latency-tail.md, tenth session).

@@ -171,11 +171,13 @@ func (s *sim) switchIn(c, ti int32, fromIdle bool) {
 	if t.wakeAt >= 0 {
 		// A woken task pays its wake-up's draw of the path (drawFloor).
 		f := &s.floorTab[t.floorIdx]
-		cost = f.ctx + s.coldWake(t, f)
+		cost = f.ctx
 		if fromIdle {
 			cost += f.idle
 		}
-		ranAt := s.now + cost
+		// The cold part of the way back (coldWake) is in the latency only,
+		// not charged as CPU time (see Constants.ColdWakeNs).
+		ranAt := s.now + cost + s.coldWake(t, f)
 		if ranAt >= s.winStart && ranAt < s.end && t.hist != nil {
 			t.recordLatency(ranAt - t.wakeAt)
 		}

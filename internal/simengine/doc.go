@@ -81,7 +81,7 @@
 //     the idle exit; the switch to the woken
 //     task pays the context switch, and after a sleep longer than 2 ms the
 //     caches and TLB entries it lost (ColdWakeNs per doubling of the sleep,
-//     up to 100 ms); every wake-up costs the task its system-call and
+//     up to 100 ms, in its latency only); every wake-up costs the task its system-call and
 //     scheduler work (and a timer sleep its timer arm).
 //     The histogram is reported whole (power-of-two µs buckets) with the
 //     fractions of wake-ups later than 100 µs, 1 ms and 10 ms.
