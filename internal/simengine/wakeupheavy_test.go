@@ -296,7 +296,10 @@ func TestParseKernel(t *testing.T) {
 // 0.780 with it (hogs 0.930 -> 0.907); 0.748 / 0.941 once a delayed
 // partner's wake-up is placed against the writer's stale vruntime
 // (TestDelayedWakeePreemptsWriter); 0.768 / 0.919 once each message's spin
-// ends at a clock read (TestSpinEndsAtAClockRead).
+// ends at a clock read (TestSpinEndsAtAClockRead). Those figures were means
+// of seeds 1-4; over seeds 1-48 (7 December 2026) the simulator predicts
+// 0.873 ± 0.031 / 0.814 ± 0.033 (95 % intervals): the hogs hold, the pair
+// is 0.067 above the measured mean, beyond the 0.05 tolerance.
 func TestSyncWakeupPreemptsWaker(t *testing.T) {
 	in := wakeupHeavyInput(wakeupHeavyCases[10], "6.18.44")
 	if c := wakeupHeavyCases[10]; !c.sessions || c.autogroupOff {
@@ -311,10 +314,15 @@ func TestSyncWakeupPreemptsWaker(t *testing.T) {
 	if inv < 20501/2 || inv > 20501*2 {
 		t.Errorf("pairs' involuntary switches %.0f/s, want within 2x of the measured 20501/s", inv)
 	}
-	// The mixed scenario's split moves with the seed (the pair's share
-	// 0.70-0.82 over 8 s): the mean of four seeds is compared.
-	var hogs, pair float64
-	const seeds = 4
+	// The mixed scenario's split moves with the seed: over 8 s either
+	// group's CPU varies by about 0.1 from seed to seed (standard
+	// deviation, seeds 1-48), so a mean of four seeds moved by several
+	// hundredths with the choice of seeds (seeds 1-4 of one build 0.895 /
+	// 0.794, seeds 1-24 of the same build 0.870 / 0.816). The mean of 48
+	// seeds (standard error about 0.015) is compared with the measured mean
+	// under the same 0.05 tolerance, and its 95 % interval is logged.
+	const seeds = 48
+	var hogs, pair []float64
 	for seed := uint64(1); seed <= seeds; seed++ {
 		m, err := Run(Input{Node: Node{CPUs: 2, Kernel: "6.18.44"}, DurationNs: 8e9, WarmupNs: 1e9, Seed: seed,
 			Groups: []Group{
@@ -326,14 +334,43 @@ func TestSyncWakeupPreemptsWaker(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		hogs += m.Groups[0].Metrics.CPU / seeds
-		pair += m.Groups[2].Metrics.CPU / seeds
+		hogs, pair = append(hogs, m.Groups[0].Metrics.CPU), append(pair, m.Groups[2].Metrics.CPU)
 	}
 	const measHogs, measPair = (0.931 + 0.896 + 0.899) / 3, (0.727 + 0.751 + 0.764) / 3
-	t.Logf("mixed: hogs %.3f (measured %.3f), pingpong %.3f (measured %.3f)", hogs, measHogs, pair, measPair)
-	if math.Abs(hogs-measHogs) > 0.05 || math.Abs(pair-measPair) > 0.05 {
-		t.Errorf("mixed: predicted hogs/pingpong %.3f/%.3f CPU, measured %.3f/%.3f (tolerance 0.05)", hogs, pair, measHogs, measPair)
+	const tol = 0.05
+	const t975 = 2.012 // 47 degrees of freedom
+	h, hw := meanInterval(hogs, t975)
+	p, pw := meanInterval(pair, t975)
+	t.Logf("mixed, %d seeds: hogs %.3f ± %.3f (measured %.3f), pingpong %.3f ± %.3f (measured %.3f)", seeds, h, hw, measHogs, p, pw, measPair)
+	if math.Abs(h-measHogs) > tol {
+		t.Errorf("mixed: predicted hogs %.3f CPU (mean of %d seeds, 95 %% interval ± %.3f), measured %.3f (tolerance %.2f)", h, seeds, hw, measHogs, tol)
 	}
+	// The pair misses over 48 seeds: a known miss, logged with its figures
+	// like the rows of TestWakeupHeavyGroupVsHogs; the test fails when it
+	// holds again, so that this record is updated.
+	const pairMiss = "over 48 seeds the pair's CPU is 0.067 above the campaigns' mean " +
+		"(0.814 ± 0.033 on 7 December 2026); the mean of seeds 1-4 (0.794) was within the tolerance by its choice of seeds"
+	if math.Abs(p-measPair) <= tol {
+		t.Errorf("mixed: pingpong %.3f CPU (mean of %d seeds, ± %.3f) now holds against the measured %.3f: remove the known miss (%s)", p, seeds, pw, measPair, pairMiss)
+	} else {
+		t.Logf("mixed: pingpong %.3f CPU, measured %.3f (tolerance %.2f): known miss: %s", p, measPair, tol, pairMiss)
+	}
+}
+
+// meanInterval is the mean of x and the half-width of its 95 % Student t
+// interval, x's values taken as independent draws and t975 the 0.975
+// quantile of t with len(x)-1 degrees of freedom.
+func meanInterval(x []float64, t975 float64) (mean, halfWidth float64) {
+	for _, v := range x {
+		mean += v
+	}
+	mean /= float64(len(x))
+	var ss float64
+	for _, v := range x {
+		ss += (v - mean) * (v - mean)
+	}
+	sd := math.Sqrt(ss / float64(len(x)-1))
+	return mean, t975 * sd / math.Sqrt(float64(len(x)))
 }
 
 // TestPreemptedWriterDoesItsWork: a PingPong task preempted on its way back
