@@ -128,6 +128,20 @@ type Constants struct {
 	WakeupQuantilesNs      []int64 `json:"wakeupQuantilesNs,omitempty"`
 	IdleExitQuantilesNs    []int64 `json:"idleExitQuantilesNs,omitempty"`
 	CtxSwitchQuantilesNs   []int64 `json:"ctxSwitchQuantilesNs,omitempty"`
+
+	// Host pauses: a virtual machine's host stops all its CPUs now and
+	// then (the hypervisor runs something else, or the VM is migrated).
+	// During a pause nothing runs and no timer fires; every event due
+	// within it happens at its end, in its order, and the tasks running
+	// when it began are charged it as CPU time (a guest without steal
+	// accounting: update_curr() sees the clock move) while their work
+	// stands still. HostPausesPerHour is the rate of a Poisson process of
+	// pause starts; HostPauseQuantilesNs the pause lengths at
+	// QuantileLevels (interpolated as the latency spreads are). Zero: no
+	// pauses (the default; a bare-metal node). Pauses draw from their own
+	// random stream, so a run without them is unchanged.
+	HostPausesPerHour    int64   `json:"hostPausesPerHour,omitempty"`
+	HostPauseQuantilesNs []int64 `json:"hostPauseQuantilesNs,omitempty"`
 }
 
 // QuantileLevels are the levels of the Constants' quantile lists.
@@ -205,6 +219,9 @@ func (c Constants) resolve() Constants {
 	out.WakeupNs, out.WakeupQuantilesNs = q(c.WakeupNs, c.WakeupQuantilesNs, d.WakeupNs, d.WakeupQuantilesNs)
 	out.IdleExitNs, out.IdleExitQuantilesNs = q(c.IdleExitNs, c.IdleExitQuantilesNs, d.IdleExitNs, d.IdleExitQuantilesNs)
 	out.CtxSwitchNs, out.CtxSwitchQuantilesNs = q(c.CtxSwitchNs, c.CtxSwitchQuantilesNs, d.CtxSwitchNs, d.CtxSwitchQuantilesNs)
+	if c.HostPausesPerHour > 0 {
+		out.HostPausesPerHour, out.HostPauseQuantilesNs = c.HostPausesPerHour, c.HostPauseQuantilesNs
+	}
 	return out
 }
 

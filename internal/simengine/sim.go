@@ -384,6 +384,7 @@ type sim struct {
 	pt          *peltTables
 	trace       func(format string, a ...any)
 	topo        *topology // sched domains; nil on the flat machine (topology.go)
+	hp          hostPauses
 }
 
 // Run simulates in and returns the metrics. It validates the input first;
@@ -476,6 +477,7 @@ func newSim(in *Input) (*sim, error) {
 	s.initFloor(k0, n.Calibration)
 	s.spinRnd = s.in.Seed*0xbf58476d1ce4e5b9 + 0x94d049bb133111eb
 	s.jitterRnd = s.in.Seed*0x94d049bb133111eb + 0x2545f4914f6cdd1d
+	s.initHostPauses(k0)
 	// One flat sched_domain spanning all CPUs: min_interval = sd_weight ms
 	// (sd_init(), v6.x).
 	s.balanceIntervalNs = int64(n.CPUs) * 1_000_000
@@ -862,22 +864,53 @@ func (s *sim) loop() {
 		var e event
 		top := &s.rt.node[1]
 		c0, ct, cs := int32(top.k&(1<<runEndCPUBits-1)), top.t, top.k>>runEndCPUBits
-		if len(s.ev) > 0 && (s.ev[0].t < ct || (s.ev[0].t == ct && s.ev[0].seq < cs)) {
-			e = s.pop()
-		} else if ct != never {
-			e = event{t: ct, seq: cs, kind: evRunEnd, a: c0}
-		} else {
+		heapFirst := len(s.ev) > 0 && (s.ev[0].t < ct || (s.ev[0].t == ct && s.ev[0].seq < cs))
+		te := ct
+		if heapFirst {
+			te = s.ev[0].t
+		} else if ct == never {
 			break
 		}
-		if e.t >= s.end {
+		if te >= s.end {
 			break
+		}
+		if s.hp.on && te >= s.hp.start {
+			// A host pause: enter it (its run ends move), or, past its
+			// end, draw the next one; then choose again.
+			if !s.hp.entered {
+				s.enterHostPause()
+				continue
+			}
+			if te >= s.hp.end {
+				s.nextHostPause(s.hp.end)
+				continue
+			}
+		}
+		if heapFirst {
+			e = s.pop()
+		} else {
+			e = event{t: ct, seq: cs, kind: evRunEnd, a: c0}
 		}
 		s.now = e.t
+		if s.hp.entered && s.now < s.hp.end {
+			// Due within the pause: it happens at the pause's end, in
+			// its (t, seq) order among the others due then.
+			if s.hp.end >= s.end {
+				break
+			}
+			s.now = s.hp.end
+		}
 		s.nEvents++
 		switch e.kind {
 		case evTick:
 			s.tick()
-			s.push(event{t: s.now + s.tickNs, kind: evTick})
+			// The tick's hrtimer keeps its period grid: after a pause
+			// hrtimer_forward() skips the periods it missed.
+			next := e.t + s.tickNs
+			if next <= s.now {
+				next += ((s.now-next)/s.tickNs + 1) * s.tickNs
+			}
+			s.push(event{t: next, kind: evTick})
 		case evRunEnd:
 			s.runEnd(e.a)
 			s.flushResched()

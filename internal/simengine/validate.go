@@ -203,6 +203,23 @@ func validate(in *Input) error {
 			}
 		}
 	}
+	if k0.HostPausesPerHour < 0 || k0.HostPausesPerHour > 3_600_000 {
+		return fmt.Errorf("node.constants.hostPausesPerHour is %d; set it between 0 (no pauses) and 3600000 (1000 a second)", k0.HostPausesPerHour)
+	}
+	if k0.HostPausesPerHour > 0 && len(k0.HostPauseQuantilesNs) != len(QuantileLevels) {
+		return fmt.Errorf("node.constants.hostPauseQuantilesNs has %d values; with hostPausesPerHour set give one pause length per level %v", len(k0.HostPauseQuantilesNs), QuantileLevels)
+	}
+	if k0.HostPausesPerHour == 0 && len(k0.HostPauseQuantilesNs) > 0 {
+		return fmt.Errorf("node.constants.hostPauseQuantilesNs is set without hostPausesPerHour; set the rate too, or remove the lengths")
+	}
+	for i, v := range k0.HostPauseQuantilesNs {
+		if v < 1 || v > 1_000_000_000 {
+			return fmt.Errorf("node.constants.hostPauseQuantilesNs[%d] is %d; set it between 1 and 1e9 (1s)", i, v)
+		}
+		if i > 0 && v < k0.HostPauseQuantilesNs[i-1] {
+			return fmt.Errorf("node.constants.hostPauseQuantilesNs[%d] is %d, below the level before it (%d); quantiles must not decrease", i, v, k0.HostPauseQuantilesNs[i-1])
+		}
+	}
 	if !(c.BackgroundLoad >= 0 && c.BackgroundLoad <= 0.95) {
 		return fmt.Errorf("node.calibration.backgroundLoad is %v; set it between 0 and 0.95", c.BackgroundLoad)
 	}
