@@ -760,6 +760,7 @@ type NodeTopology struct {
 // NodeConstants are what a wake-up costs on a node, beside the scheduler's
 // decisions: the latency floor. All in nanoseconds; 0 or unset means the
 // simulator's default.
+// +kubebuilder:validation:XValidation:rule="has(self.hostPausesPerHour) == has(self.hostPauseQuantilesNs)",message="set hostPausesPerHour and hostPauseQuantilesNs together (the rate and the lengths of the host's pauses), or neither"
 type NodeConstants struct {
 	// timerExpiryNs: from a timer's expiry to its task's enqueue (the timer
 	// interrupt and the wake-up it does).
@@ -817,4 +818,20 @@ type NodeConstants struct {
 	// +kubebuilder:validation:MinItems=7
 	// +kubebuilder:validation:MaxItems=7
 	CtxSwitchQuantilesNs []int64 `json:"ctxSwitchQuantilesNs,omitempty"`
+	// hostPausesPerHour: how often the node's host stops the whole virtual
+	// machine (a Poisson process of pause starts). During a pause nothing
+	// runs and no timer fires; the running tasks are charged it as CPU
+	// time (no steal accounting). Unset: no pauses.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=3600000
+	HostPausesPerHour int64 `json:"hostPausesPerHour,omitempty"`
+	// hostPauseQuantilesNs: the pauses' lengths at the levels of
+	// timerExpiryQuantilesNs (nondecreasing, each 1 ns to 1 s).
+	// +optional
+	// +kubebuilder:validation:MinItems=7
+	// +kubebuilder:validation:MaxItems=7
+	// +kubebuilder:validation:items:Minimum=1
+	// +kubebuilder:validation:items:Maximum=1000000000
+	HostPauseQuantilesNs []int64 `json:"hostPauseQuantilesNs,omitempty"`
 }

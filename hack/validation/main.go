@@ -46,11 +46,14 @@ type options struct {
 	runs     bool
 	medians  bool
 	summary  bool
+	// pauses, when set, replaces the host pauses of every run's
+	// calibration window (which measures none) before the replay.
+	pauses *v1alpha1.NodeConstants
 }
 
 func main() {
 	var o options
-	var order, aliases string
+	var order, aliases, pauses string
 	flag.StringVar(&o.schedlab, "schedlab", "bin/schedlab", "the schedlab binary whose simulator predicts the runs again (--replay)")
 	flag.StringVar(&o.cache, "cache", "", "directory for the replays' output (one JSON per run, at the run's path under the tree): kept, and reused by later calls instead of replaying; name it after the build")
 	flag.IntVar(&o.jobs, "j", 1, "replays at once (each already runs its seeds on all CPUs)")
@@ -59,6 +62,7 @@ func main() {
 	flag.BoolVar(&o.runs, "runs", false, "also print the runs table (times, load, others' CPUs, noise sources, timer path, re-run windows)")
 	flag.BoolVar(&o.medians, "medians", false, "also print the latency rows' medians and ranges of p50 and p99")
 	flag.BoolVar(&o.summary, "summary", false, "also print a summary of the runs (count, times, load, noise)")
+	flag.StringVar(&pauses, "host-pauses", "", "replay with these host pauses: PER_HOUR:P5,P25,P50,P75,P90,P95,P99 (pause lengths in ns at those levels), written into each run's calibration constants (the stored runs measured none); use its own -cache")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: go run ./hack/validation [flags] RUNS-DIR\n\n")
 		flag.PrintDefaults()
@@ -69,6 +73,14 @@ func main() {
 		os.Exit(2)
 	}
 	o.root = flag.Arg(0)
+	if pauses != "" {
+		k, err := parseHostPauses(pauses)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "-host-pauses %q: %v\n", pauses, err)
+			os.Exit(2)
+		}
+		o.pauses = k
+	}
 	if order != "" {
 		o.order = strings.Split(order, ",")
 	}
@@ -183,7 +195,7 @@ func loadRun(ctx context.Context, o *options, rel string) (*Run, error) {
 		}
 	}
 	if out == nil {
-		if out, err = replay(ctx, o.schedlab, dir); err != nil {
+		if out, err = replay(ctx, o.schedlab, dir, o.pauses); err != nil {
 			return nil, fmt.Errorf("%s: %w", rel, err)
 		}
 		if cached != "" {
@@ -248,18 +260,89 @@ func experimentFile(dir string) (path string, cleanup func(), err error) {
 	return f.Name(), func() { os.Remove(f.Name()) }, nil
 }
 
-// replay predicts the run in dir again with the given schedlab binary.
-func replay(ctx context.Context, bin, dir string) ([]byte, error) {
+// replay predicts the run in dir again with the given schedlab binary, with
+// the host pauses of pauses (nil: the run's own) in its calibration window.
+func replay(ctx context.Context, bin, dir string, pauses *v1alpha1.NodeConstants) ([]byte, error) {
 	exp, cleanup, err := experimentFile(dir)
 	if err != nil {
 		return nil, err
 	}
 	defer cleanup()
+	nr := filepath.Join(dir, "noderun.json")
+	if pauses != nil {
+		var clean func()
+		if nr, clean, err = withHostPauses(nr, pauses); err != nil {
+			return nil, err
+		}
+		defer clean()
+	}
 	var stdout, stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, bin, "run", "--replay", filepath.Join(dir, "noderun.json"), "-f", exp, "-o", "json")
+	cmd := exec.CommandContext(ctx, bin, "run", "--replay", nr, "-f", exp, "-o", "json")
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
 		return nil, fmt.Errorf("%s run --replay: %w: %s", bin, err, strings.TrimSpace(stderr.String()))
 	}
 	return stdout.Bytes(), nil
+}
+
+// parseHostPauses reads -host-pauses: PER_HOUR:P5,P25,P50,P75,P90,P95,P99.
+func parseHostPauses(v string) (*v1alpha1.NodeConstants, error) {
+	rate, qs, ok := strings.Cut(v, ":")
+	if !ok {
+		return nil, fmt.Errorf("want PER_HOUR:P5,P25,P50,P75,P90,P95,P99")
+	}
+	k := &v1alpha1.NodeConstants{}
+	if _, err := fmt.Sscan(rate, &k.HostPausesPerHour); err != nil || k.HostPausesPerHour <= 0 {
+		return nil, fmt.Errorf("pauses per hour %q: want a positive integer", rate)
+	}
+	for _, q := range strings.Split(qs, ",") {
+		var n int64
+		if _, err := fmt.Sscan(q, &n); err != nil || n <= 0 {
+			return nil, fmt.Errorf("pause length %q: want a positive integer (ns)", q)
+		}
+		if l := len(k.HostPauseQuantilesNs); l > 0 && n < k.HostPauseQuantilesNs[l-1] {
+			return nil, fmt.Errorf("pause lengths must not decrease (%d after %d)", n, k.HostPauseQuantilesNs[l-1])
+		}
+		k.HostPauseQuantilesNs = append(k.HostPauseQuantilesNs, n)
+	}
+	if len(k.HostPauseQuantilesNs) != 7 {
+		return nil, fmt.Errorf("%d pause lengths; want 7 (levels 5, 25, 50, 75, 90, 95, 99 %%)", len(k.HostPauseQuantilesNs))
+	}
+	return k, nil
+}
+
+// withHostPauses writes a copy of the run status at path whose calibration
+// window has the host pauses of k, and returns its name.
+func withHostPauses(path string, k *v1alpha1.NodeConstants) (string, func(), error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", nil, err
+	}
+	var st v1alpha1.NodeRunStatus
+	if err := json.Unmarshal(b, &st); err != nil {
+		return "", nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if st.Calibration == nil {
+		return "", nil, fmt.Errorf("%s: no calibration window to add host pauses to", path)
+	}
+	st.Calibration.Constants.HostPausesPerHour = k.HostPausesPerHour
+	st.Calibration.Constants.HostPauseQuantilesNs = k.HostPauseQuantilesNs
+	if b, err = json.Marshal(&st); err != nil {
+		return "", nil, err
+	}
+	f, err := os.CreateTemp("", "noderun-*.json")
+	if err != nil {
+		return "", nil, err
+	}
+	clean := func() { os.Remove(f.Name()) }
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		clean()
+		return "", nil, err
+	}
+	if err := f.Close(); err != nil {
+		clean()
+		return "", nil, err
+	}
+	return f.Name(), clean, nil
 }

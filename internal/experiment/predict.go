@@ -532,7 +532,8 @@ func SimConstants(c *v1alpha1.NodeConstants) simengine.Constants {
 	return simengine.Constants{TimerExpiryNs: c.TimerExpiryNs, WakeupNs: c.WakeupNs, IdleExitNs: c.IdleExitNs,
 		CtxSwitchNs: c.CtxSwitchNs, WakeupCPUNs: c.WakeupCPUNs, TimerArmCPUNs: c.TimerArmCPUNs,
 		TimerExpiryQuantilesNs: c.TimerExpiryQuantilesNs, WakeupQuantilesNs: c.WakeupQuantilesNs,
-		IdleExitQuantilesNs: c.IdleExitQuantilesNs, CtxSwitchQuantilesNs: c.CtxSwitchQuantilesNs}
+		IdleExitQuantilesNs: c.IdleExitQuantilesNs, CtxSwitchQuantilesNs: c.CtxSwitchQuantilesNs,
+		HostPausesPerHour: c.HostPausesPerHour, HostPauseQuantilesNs: c.HostPauseQuantilesNs}
 }
 
 // wakeupGranularityNs maps an explicit zero, which the simulator would read
