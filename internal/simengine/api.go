@@ -135,8 +135,9 @@ type Constants struct {
 	// within it happens at its end, in its order, and the tasks running
 	// when it began are charged it as CPU time (a guest without steal
 	// accounting: update_curr() sees the clock move) while their work
-	// stands still. HostPausesPerHour is the rate of a Poisson process of
-	// pause starts; HostPauseQuantilesNs the pause lengths at
+	// stands still. HostPausesPerHour is the rate of pauses: the time from
+	// one pause's end to the next one's start is exponential with that
+	// rate; HostPauseQuantilesNs are the pause lengths at
 	// QuantileLevels (interpolated as the latency spreads are). Zero: no
 	// pauses (the default; a bare-metal node). Pauses draw from their own
 	// random stream, so a run without them is unchanged.

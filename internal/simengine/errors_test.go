@@ -35,6 +35,15 @@ func TestValidationErrors(t *testing.T) {
 			in.Groups = []Group{{Name: "pod", Replicas: 2}, {Name: "child", Tasks: 1, Parent: "pod"}}
 		}, []string{`parent "pod" has 2 replicas`, "replicas 1"}},
 		{"bad HZ", func(in *Input) { in.Node.HZ = 999 }, []string{"node.hz is 999", "100, 250, 300 or 1000"}},
+		{"host pauses without lengths", func(in *Input) { in.Node.Constants.HostPausesPerHour = 100 },
+			[]string{"node.constants.hostPauseQuantilesNs has 0 values", "one pause length per level"}},
+		{"host pause lengths without a rate", func(in *Input) {
+			in.Node.Constants.HostPauseQuantilesNs = []int64{1, 2, 3, 4, 5, 6, 7}
+		}, []string{"without hostPausesPerHour"}},
+		{"host pause lengths decreasing", func(in *Input) {
+			in.Node.Constants.HostPausesPerHour = 100
+			in.Node.Constants.HostPauseQuantilesNs = []int64{5e6, 4e6, 5e6, 6e6, 7e6, 8e6, 9e6}
+		}, []string{"hostPauseQuantilesNs[1] is 4000000", "must not decrease"}},
 		{"odd ping-pong", func(in *Input) { in.Groups[0].Tasks = 3; in.Groups[0].Pattern.Type = PingPong },
 			[]string{"set tasks to an even number"}},
 		{"session with weight", func(in *Input) { in.Groups[0].Session = "s"; in.Groups[0].CPUWeight = 200 },
