@@ -1586,7 +1586,7 @@ func (s *sim) unthrottleCfsRq(cq int32) {
 
 // periodTimer is sched_cfs_period_timer()/do_sched_cfs_period_timer(): refill
 // the quota (debt carries over) and unthrottle the group's queues.
-func (s *sim) periodTimer(tgi int32) {
+func (s *sim) periodTimer(tgi int32, due int64) {
 	tg := &s.tgs[tgi]
 	tg.runtime = min(tg.runtime+tg.quota, tg.quota)
 	if tg.runtime > 0 {
@@ -1596,5 +1596,11 @@ func (s *sim) periodTimer(tgi int32) {
 			}
 		}
 	}
-	s.push(event{t: s.now + tg.period, kind: evPeriod, a: tgi})
+	// hrtimer_forward_now(): the next period boundary after now, on the
+	// timer's grid (a host pause can make it miss some; it refills once).
+	next := due + tg.period
+	if next <= s.now {
+		next += ((s.now-next)/tg.period + 1) * tg.period
+	}
+	s.push(event{t: next, kind: evPeriod, a: tgi})
 }

@@ -116,3 +116,22 @@ func TestHostPausesRepeat(t *testing.T) {
 		t.Errorf("two runs of one seed differ: %d and %d events", a.Events, b.Events)
 	}
 }
+
+// The bandwidth period timer keeps its grid across pauses too
+// (hrtimer_forward_now() in sched_cfs_period_timer()): a hog limited to 30 ms
+// every 100 ms gets 0.3 of a CPU with pauses as without (a pause it runs
+// through is charged to it, and the debt carries over). Were the next
+// period counted from the pause's end, each period timer falling in a pause
+// would lengthen that period and the hog would get less.
+func TestHostPausesKeepPeriodGrid(t *testing.T) {
+	for _, perSec := range []int64{0, 10} {
+		var k Constants
+		if perSec > 0 {
+			k = pauses20ms(perSec)
+		}
+		r := mustRun(t, Input{Node: Node{CPUs: 1, Constants: k},
+			Groups:     []Group{{Name: "hog", Tasks: 1, CPUMaxQuotaNs: 30_000_000}},
+			DurationNs: 60e9, WarmupNs: 1e8, Seed: 4})
+		near(t, "limited hog CPU", group(t, r, "hog").Metrics.CPU, 0.3, 0.002)
+	}
+}

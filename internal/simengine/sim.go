@@ -925,7 +925,7 @@ func (s *sim) loop() {
 		case evTimerSoft:
 			s.timerSoftExpiry(e.a)
 		case evPeriod:
-			s.periodTimer(e.a)
+			s.periodTimer(e.a, e.t)
 		case evArrival:
 			s.arrival(e.a)
 		case evWakeList:
