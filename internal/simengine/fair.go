@@ -1050,10 +1050,12 @@ func (s *sim) reweightEntity(cq, se int32, w int64) {
 	e := &s.ents[se]
 	old := e.weight
 	if !e.onRq {
+		s.updateRqLoad(cq)
 		s.updateSeLoad(se)
 		if s.eevdf {
 			e.vlag = e.vlag * old / w
 		}
+		s.reweightLoadAvg(cq, se, w)
 		e.setWeight(w)
 		return
 	}
@@ -1070,6 +1072,7 @@ func (s *sim) reweightEntity(cq, se int32, w int64) {
 	}
 	s.updateRqLoad(cq)
 	s.updateSeLoad(se)
+	s.reweightLoadAvg(cq, se, w)
 	if !s.eevdf {
 		r.load += w - old
 		e.setWeight(w)
@@ -1139,6 +1142,33 @@ func (s *sim) reweightEntity(cq, se int32, w int64) {
 		s.treeMove(cq, pos, se)
 	}
 	s.updateMinVruntime(cq)
+}
+
+// reweightLoadAvg is the averages' part of reweight_entity() (v6.1..v6.18,
+// kernel/sched/fair.c; read in 6.12): dequeue_load_avg(cfs_rq, se), then
+//
+//	se->avg.load_avg = div_u64(se_weight(se) * se->avg.load_sum, divider)
+//
+// with the new weight, then enqueue_load_avg(cfs_rq, se), for a queued and
+// a blocked entity alike. An entity's load_sum counts its runnable time
+// unweighted and __update_load_avg_se() (pelt.c) multiplies it by the
+// current weight at every update, so its load_avg is its weight now times
+// its runnable average, and the queue it is attached to takes the
+// difference at once: a group entity's reweight reaches cpu_load() and the
+// balancer without waiting for PELT's 32 ms half-life. The simulator's
+// entity average is that of weight × on_rq, which equals weight × runnable
+// average between reweights; rescaling it here keeps it so. Call with both
+// averages brought up to date and before setWeight().
+func (s *sim) reweightLoadAvg(cq, se int32, w int64) {
+	e := &s.ents[se]
+	old := e.weight
+	if old <= 0 || w == old {
+		return
+	}
+	before := e.load.avg
+	e.load.avg = before * float64(w) / float64(old)
+	r := &s.rqs[cq]
+	r.loadAvg.avg = max(0, r.loadAvg.avg-before) + e.load.avg
 }
 
 // throttledHierarchy is throttled_hierarchy(): cq or an ancestor is throttled.
