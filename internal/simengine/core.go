@@ -633,9 +633,13 @@ func (s *sim) attachTaskLoad(ti int32) {
 		ge := r.ge
 		s.updateSeLoad(ge)
 		// The group entity's load moves towards its weight in proportion
-		// to the part of the queue's load just attached.
-		w := float64(s.calcGroupShares(cq))
+		// to the part of the queue's load just attached: its runnable
+		// average grows by the task's, times its weight now (se_weight(se)
+		// in update_tg_cfs_load(), v6.1..v6.12), not the shares it will
+		// get at its next update_cfs_group(): reweight_entity() then
+		// scales the load to that weight (reweightLoadAvg).
 		g := &s.ents[ge]
+		w := float64(g.weight)
 		inc := (w - g.load.avg) * min(1, amt/max(r.loadAvg.avg, 1))
 		if inc < 0 {
 			inc = 0
