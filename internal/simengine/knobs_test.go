@@ -32,11 +32,24 @@ func TestEveryKnobChangesTheSimulation(t *testing.T) {
 		},
 		// WA_BIAS tips wake_affine_weight() between loaded CPUs: sync
 		// wake-ups of pairs beside hogs (no CPU idle, so wake-ups onto the
-		// other CPU are enqueued at once).
+		// other CPU are enqueued at once). Three hogs, not two: since a
+		// group entity's reweight moves cpu_load() at once (reweight_entity()),
+		// two hogs and two pairs keep the CPUs' loads level and the bias
+		// decides no wake-up in 0.5 s. Under CFS no pairs-and-hogs input
+		// tried (2-5 hogs, 2-3 pairs, 20-50 µs, 0.5-1 s) changed with it:
+		// the golden input's whole second does.
 		"feature WA_BIAS": func(sch Scheduler) Input {
+			if sch == CFS {
+				return goldenInput(sch)
+			}
 			return Input{Node: Node{CPUs: 2, Scheduler: sch}, DurationNs: 5e8,
-				Groups: []Group{{Name: "hog", Tasks: 2}, {Name: "pp", Tasks: 4, Pattern: Pattern{Type: PingPong, RunNs: 20e3}}}}
+				Groups: []Group{{Name: "hog", Tasks: 3}, {Name: "pp", Tasks: 4, Pattern: Pattern{Type: PingPong, RunNs: 20e3}}}}
 		},
+		// LB_MIN skips tasks of load under 16 in detach_tasks() (the
+		// golden input's cpu.idle group's: its entities weigh 3): over the
+		// golden input's whole 1 s, as in its first 0.5 s no balance tried
+		// one once a reweight moved cpu_load() at once (reweight_entity()).
+		"feature LB_MIN": goldenInput,
 		// BASE_SLICE raises slices shorter than min_granularity: light
 		// tasks among many.
 		"feature BASE_SLICE": func(sch Scheduler) Input {
