@@ -60,6 +60,12 @@ type NodeCapabilities struct {
 	// kernelVersion, as uname -r prints it.
 	// +optional
 	KernelVersion string `json:"kernelVersion,omitempty"`
+	// cpuModel is the CPU as /proc/cpuinfo names it, with its clock where
+	// given ("AMD EPYC, 2694.853 MHz"). With kernelVersion it tells one
+	// host from another: a virtual machine's figures move with its host.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	CPUModel string `json:"cpuModel,omitempty"`
 	// scheduler family of the kernel.
 	// +optional
 	Scheduler SchedulerFamily `json:"scheduler,omitempty"`

@@ -179,8 +179,12 @@ func run(ctx context.Context, stdout, stderr io.Writer, f *runFlags, args []stri
 			return err
 		}
 	} else {
-		fmt.Fprintf(stdout, "%s: measured on %s (kernel %s) next to the simulator's prediction for its shape, %s\n",
-			exp.Name, hostname, caps.KernelVersion, experiment.ShapeName(shape))
+		on := "kernel " + caps.KernelVersion
+		if caps.CPUModel != "" {
+			on += ", " + caps.CPUModel
+		}
+		fmt.Fprintf(stdout, "%s: measured on %s (%s) next to the simulator's prediction for its shape, %s\n",
+			exp.Name, hostname, on, experiment.ShapeName(shape))
 		if len(caps.NonMainlineSchedSysctls) > 0 {
 			fmt.Fprintf(stdout, "this kernel has scheduler sysctls no mainline kernel has (%s): a vendor's scheduler changes, which the simulator, a model of mainline, does not know\n",
 				strings.Join(caps.NonMainlineSchedSysctls, ", "))
@@ -367,6 +371,9 @@ func writeReport(dir string, spec *v1alpha1.SchedExperimentSpec, name string, re
 	fmt.Fprintf(&b, "# schedlab run: %s\n\n", name)
 	if c := rep.Capabilities; c != nil {
 		fmt.Fprintf(&b, "- this machine: %d CPUs, kernel %s (%s), cgroup %s, HZ %d, preempt %s\n", c.CPUs, c.KernelVersion, c.Scheduler, c.CgroupVersion, c.HZ, c.Preempt)
+		if c.CPUModel != "" {
+			fmt.Fprintf(&b, "- its CPU: %s\n", c.CPUModel)
+		}
 		if len(c.NonMainlineSchedSysctls) > 0 {
 			fmt.Fprintf(&b, "- scheduler sysctls no mainline kernel has: %s (the simulator models mainline)\n", strings.Join(c.NonMainlineSchedSysctls, ", "))
 		}

@@ -94,7 +94,51 @@ func Detect(fsys FS) (*v1alpha1.NodeCapabilities, error) {
 	c.Preempt = preemptModel(fsys, c.Knobs, cfg)
 	c.Features, c.FeaturesSource = detectFeatures(fsys, kv, c.Knobs)
 	c.NonMainlineSchedSysctls = nonMainlineSchedSysctls(fsys)
+	c.CPUModel = cpuModel(fsys)
 	return c, nil
+}
+
+// cpuModel names the CPU as /proc/cpuinfo does: the first processor's
+// "model name" (x86) or "Hardware"/"CPU part" (arm64), with its "cpu MHz"
+// where given, as "AMD EPYC, 2694.853 MHz"; "" when none is listed. With
+// the kernel release it tells one host from another: a virtual machine's
+// node figures move with the host under it.
+func cpuModel(fsys FS) string {
+	b, err := fsys.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return ""
+	}
+	var name, mhz string
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			if name != "" && strings.TrimSpace(line) == "" {
+				break // the first processor's block ends
+			}
+			continue
+		}
+		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+		switch k {
+		case "model name", "Hardware", "CPU part":
+			if name == "" {
+				name = v
+			}
+		case "cpu MHz":
+			if mhz == "" {
+				mhz = v
+			}
+		}
+	}
+	if name == "" {
+		return ""
+	}
+	if mhz != "" {
+		name += ", " + mhz + " MHz"
+	}
+	if len(name) > 128 {
+		name = name[:128]
+	}
+	return name
 }
 
 // mainlineSchedSysctls are the kernel.sched_* sysctls mainline kernels

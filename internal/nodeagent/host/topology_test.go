@@ -232,3 +232,26 @@ func TestNonMainlineSchedSysctls(t *testing.T) {
 		t.Errorf("a node without /proc/sys/kernel listed %q", got)
 	}
 }
+
+// The CPU is named from the first processor's block of /proc/cpuinfo.
+func TestCPUModel(t *testing.T) {
+	for _, c := range []struct{ cpuinfo, want string }{
+		{"processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC\ncpu MHz\t\t: 2694.853\n\nprocessor\t: 1\nmodel name\t: other\ncpu MHz\t\t: 1.000\n", "AMD EPYC, 2694.853 MHz"},
+		{"processor\t: 0\nBogoMIPS\t: 50.00\nCPU part\t: 0xd0c\n\n", "0xd0c"},
+		{"processor\t: 0\n", ""},
+	} {
+		root := t.TempDir()
+		if err := os.MkdirAll(filepath.Join(root, "proc"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, "proc/cpuinfo"), []byte(c.cpuinfo), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got := cpuModel(NewFS(root)); got != c.want {
+			t.Errorf("cpuModel(%q) = %q, want %q", c.cpuinfo, got, c.want)
+		}
+	}
+	if got := cpuModel(NewFS(t.TempDir())); got != "" {
+		t.Errorf("no /proc/cpuinfo: %q", got)
+	}
+}
