@@ -828,12 +828,12 @@ func (s *sim) dequeueTask(ti int32, flags int) bool {
 	// h_nr_idle) hold a delayed task until its final dequeue, the simulator's
 	// runnable counts drop it when it is delayed: a delayed task that is not
 	// idle itself kept the CPU from being sched_idle until now.
-	wasSchedIdle := s.schedIdleCPU(c) && (flags&deqDelayed == 0 || s.taskHIdle(ti))
+	wasSchedIdle := s.anySchedIdle && s.schedIdleCPU(c) && (flags&deqDelayed == 0 || s.taskHIdle(ti))
 	if !s.dequeueEntities(t.se, flags, one, idle) {
 		s.setIdle(c, s.cpuIdle(c))
 		return false
 	}
-	if !wasSchedIdle && s.schedIdleCPU(c) {
+	if s.anySchedIdle && !wasSchedIdle && s.schedIdleCPU(c) {
 		// dequeue_entities() (v6.12, v6.18): "balance early to pull high
 		// priority tasks" when only idle tasks are left.
 		s.cpus[c].nextBalance = s.now
@@ -1628,9 +1628,5 @@ func (s *sim) periodTimer(tgi int32, due int64) {
 	}
 	// hrtimer_forward_now(): the next period boundary after now, on the
 	// timer's grid (a host pause can make it miss some; it refills once).
-	next := due + tg.period
-	if next <= s.now {
-		next += ((s.now-next)/tg.period + 1) * tg.period
-	}
-	s.push(event{t: next, kind: evPeriod, a: tgi})
+	s.push(event{t: hrtimerForward(due, s.now, tg.period), kind: evPeriod, a: tgi})
 }

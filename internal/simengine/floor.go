@@ -85,12 +85,7 @@ func (s *sim) drawFloor(ti int32) {
 	if !s.floorSpread {
 		return
 	}
-	s.floorRnd += 0x9e3779b97f4a7c15
-	z := s.floorRnd
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
-	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
-	z ^= z >> 31
-	s.tasks[ti].floorIdx = uint8(z >> (64 - 6))
+	s.tasks[ti].floorIdx = uint8(splitmix64(&s.floorRnd) >> (64 - 6))
 }
 
 // coldWake is what task t, switched in now after a sleep, pays for the cache

@@ -141,11 +141,7 @@ func (s *sim) newidleDomain(c int32, ni *newidleState, currCost *int64, balance 
 
 // niRand is sched_rng() for NI_RANDOM: a splitmix64 stream of the run.
 func (s *sim) niRand() uint64 {
-	s.niRnd += 0x9e3779b97f4a7c15
-	z := s.niRnd
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
-	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
-	return z ^ (z >> 31)
+	return splitmix64(&s.niRnd)
 }
 
 // decayNewidleCost is the flat domain's visit of sched_balance_domains():

@@ -36,12 +36,7 @@ func (s *sim) initHostPauses(k Constants) {
 
 // pauseRand is a uniform draw in [0, 1) from the pause stream (splitmix64).
 func (s *sim) pauseRand() float64 {
-	s.hp.rnd += 0x9e3779b97f4a7c15
-	z := s.hp.rnd
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
-	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
-	z ^= z >> 31
-	return float64(z>>11) / (1 << 53)
+	return float64(splitmix64(&s.hp.rnd)>>11) / (1 << 53)
 }
 
 // nextHostPause draws the pause after time from: an exponential gap (a

@@ -906,11 +906,7 @@ func (s *sim) loop() {
 			s.tick()
 			// The tick's hrtimer keeps its period grid: after a pause
 			// hrtimer_forward() skips the periods it missed.
-			next := e.t + s.tickNs
-			if next <= s.now {
-				next += ((s.now-next)/s.tickNs + 1) * s.tickNs
-			}
-			s.push(event{t: next, kind: evTick})
+			s.push(event{t: hrtimerForward(e.t, s.now, s.tickNs), kind: evTick})
 		case evRunEnd:
 			s.runEnd(e.a)
 			s.flushResched()
@@ -1143,6 +1139,29 @@ func (s *sim) rqIdle(c int32) bool {
 func (s *sim) schedIdleCPU(c int32) bool {
 	r := &s.rqs[s.cpus[c].root]
 	return r.hNr > 0 && r.hNr == r.idleHNr
+}
+
+// splitmix64 advances a stream of the run and returns its next value: each
+// kind of draw (floor levels, spin overshoots, message work, new-idle
+// randomness, host pauses) has a stream of its own, seeded from the run's
+// seed, so a draw added to one kind shifts no other.
+func splitmix64(state *uint64) uint64 {
+	*state += 0x9e3779b97f4a7c15
+	z := *state
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
+
+// hrtimerForward is the next expiry of a periodic hrtimer that was due at
+// due and runs at now: due + period, or, when now is past that (a host
+// pause), the first boundary of its grid after now (hrtimer_forward()).
+func hrtimerForward(due, now, period int64) int64 {
+	next := due + period
+	if next <= now {
+		next += ((now-next)/period + 1) * period
+	}
+	return next
 }
 
 // ---- task clock ----

@@ -76,12 +76,7 @@ const spinClockReadNs = 1_270
 // with every spin ending exactly on its target those breaks came in
 // bursts with lock-stepped stretches of up to 12 ms between them.
 func (s *sim) spinOvershoot() int64 {
-	s.spinRnd += 0x9e3779b97f4a7c15
-	z := s.spinRnd
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
-	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
-	z ^= z >> 31
-	return int64((z >> 11) % spinClockReadNs)
+	return int64((splitmix64(&s.spinRnd) >> 11) % spinClockReadNs)
 }
 
 // The phases of a PingPong message (task.pingPhase).
@@ -104,16 +99,8 @@ func (s *sim) pingRun(t *task) int64 {
 	return defaultProbeRun
 }
 
-// messageJitter is the next value of the message-work stream (splitmix64,
-// as spinOvershoot's).
-func (s *sim) messageJitter() uint64 {
-	s.jitterRnd += 0x9e3779b97f4a7c15
-	z := s.jitterRnd
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
-	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
-	z ^= z >> 31
-	return z >> 11
-}
+// messageJitter is the next value of the message-work stream (53 bits).
+func (s *sim) messageJitter() uint64 { return splitmix64(&s.jitterRnd) >> 11 }
 
 // burstDone is called when the running task ti has consumed its current
 // burst; it starts the next burst or puts the task to sleep.
