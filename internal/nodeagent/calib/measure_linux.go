@@ -122,14 +122,9 @@ func allowedCPUs() ([]int, error) {
 // rq_clock_task() excludes IRQ and steal time where the kernel accounts
 // them), and this process's own CPU time, now.
 func usage() (busy, self, bg time.Duration, at time.Time, err error) {
-	at = time.Now()
-	fs, err := procfs.NewFS("/proc")
+	st, at, err := procStat()
 	if err != nil {
 		return 0, 0, 0, at, err
-	}
-	st, err := fs.Stat()
-	if err != nil {
-		return 0, 0, 0, at, fmt.Errorf("reading /proc/stat: %w", err)
 	}
 	c := st.CPUTotal
 	busy = time.Duration((c.User + c.Nice + c.System + c.IRQ + c.SoftIRQ + c.Steal) * float64(time.Second))
@@ -142,17 +137,26 @@ func usage() (busy, self, bg time.Duration, at time.Time, err error) {
 	return busy, self, bg, at, nil
 }
 
-// cpuIdle is the time cpu has spent idle (idle and iowait of /proc/stat,
-// in USER_HZ ticks: 10 ms), and when it was read.
-func cpuIdle(cpu int) (time.Duration, time.Time, error) {
+// procStat reads /proc/stat, and says when.
+func procStat() (procfs.Stat, time.Time, error) {
 	at := time.Now()
 	fs, err := procfs.NewFS("/proc")
 	if err != nil {
-		return 0, at, err
+		return procfs.Stat{}, at, err
 	}
 	st, err := fs.Stat()
 	if err != nil {
-		return 0, at, fmt.Errorf("reading /proc/stat: %w", err)
+		return procfs.Stat{}, at, fmt.Errorf("reading /proc/stat: %w", err)
+	}
+	return st, at, nil
+}
+
+// cpuIdle is the time cpu has spent idle (idle and iowait of /proc/stat,
+// in USER_HZ ticks: 10 ms), and when it was read.
+func cpuIdle(cpu int) (time.Duration, time.Time, error) {
+	st, at, err := procStat()
+	if err != nil {
+		return 0, at, err
 	}
 	c, ok := st.CPU[int64(cpu)]
 	if !ok {
