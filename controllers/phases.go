@@ -429,7 +429,7 @@ func (r *SchedExperimentReconciler) trackProgress(_ context.Context, s *scope) e
 			if nr.Status.Phase != "" {
 				p.Phase = nr.Status.Phase
 			}
-			p.StepsDone, p.StepsTotal, p.Message = nr.Status.StepsDone, nr.Status.StepsTotal, experiment.Truncate(nr.Status.Message, 1024)
+			p.StepsDone, p.StepsTotal, p.Message = nr.Status.StepsDone, nr.Status.StepsTotal, v1alpha1.Truncate(nr.Status.Message, 1024)
 		}
 		if why, taken := s.nameTaken[node]; taken {
 			p.Message = why

@@ -23,7 +23,6 @@ import (
 
 	"github.com/schedlab/schedlab/api/names"
 	"github.com/schedlab/schedlab/api/v1alpha1"
-	"github.com/schedlab/schedlab/internal/experiment"
 )
 
 // +kubebuilder:rbac:groups=schedlab.io,resources=schedexperiments,verbs=get;list;watch;update;patch
@@ -172,7 +171,7 @@ func (r *SchedExperimentReconciler) Reconcile(ctx context.Context, req reconcile
 			// Said where a person looks; the workqueue backs off, and a
 			// simulation's result waits in the pool instead of being
 			// computed again.
-			r.Recorder.Eventf(exp, nil, corev1.EventTypeWarning, "StatusWriteFailed", "WriteStatus", "%s", experiment.Truncate(werr.Error(), 1024))
+			r.Recorder.Eventf(exp, nil, corev1.EventTypeWarning, "StatusWriteFailed", "WriteStatus", "%s", v1alpha1.Truncate(werr.Error(), 1024))
 		}
 		return reconcile.Result{}, errors.Join(err, werr)
 	}

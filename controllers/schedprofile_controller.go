@@ -31,7 +31,6 @@ import (
 	"github.com/schedlab/schedlab/agent/profile"
 	"github.com/schedlab/schedlab/api/names"
 	"github.com/schedlab/schedlab/api/v1alpha1"
-	"github.com/schedlab/schedlab/internal/experiment"
 	"github.com/schedlab/schedlab/internal/nodeagent/host"
 )
 
@@ -489,7 +488,7 @@ func profileStatus(s *profileScope) *v1alpha1.SchedProfileStatus {
 }
 
 func setProfileCondition(st *v1alpha1.SchedProfileStatus, s *profileScope, typ string, status metav1.ConditionStatus, reason, msg string) {
-	c := metav1.Condition{Type: typ, Status: status, Reason: reason, Message: experiment.Truncate(msg, 32768),
+	c := metav1.Condition{Type: typ, Status: status, Reason: reason, Message: v1alpha1.Truncate(msg, 32768),
 		ObservedGeneration: s.p.Generation, LastTransitionTime: s.now}
 	if old := meta.FindStatusCondition(s.p.Status.Conditions, typ); old != nil && old.Status == status {
 		c.LastTransitionTime = old.LastTransitionTime

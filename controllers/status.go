@@ -9,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/schedlab/schedlab/api/v1alpha1"
-	"github.com/schedlab/schedlab/internal/experiment"
 )
 
 // This file is where every condition of a SchedExperiment is decided: the
@@ -37,7 +36,7 @@ const (
 // status does not change, and taking time from the injected clock.
 func (s *scope) setCondition(typ string, status metav1.ConditionStatus, reason, message string) {
 	c := metav1.Condition{
-		Type: typ, Status: status, Reason: reason, Message: experiment.Truncate(message, 32768),
+		Type: typ, Status: status, Reason: reason, Message: v1alpha1.Truncate(message, 32768),
 		ObservedGeneration: s.exp.Generation, LastTransitionTime: s.now,
 	}
 	if old := meta.FindStatusCondition(s.status.Conditions, typ); old != nil && old.Status == status {
@@ -262,7 +261,7 @@ func describeNodes(ps []v1alpha1.NodeProgress) string {
 		}
 		fmt.Fprintf(&b, "%s: %s", p.Name, p.Phase)
 		if p.Message != "" {
-			fmt.Fprintf(&b, " (%s)", experiment.Truncate(p.Message, 200))
+			fmt.Fprintf(&b, " (%s)", v1alpha1.Truncate(p.Message, 200))
 		}
 	}
 	return b.String()

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // ShapeName is the name of a flat node shape, e.g. "8cpu-EEVDF"; use
@@ -339,4 +340,18 @@ func ParseCPUList(s string) ([]int32, error) {
 	}
 	slices.Sort(out)
 	return out, nil
+}
+
+// Truncate shortens s to at most n bytes for a status field with a size
+// limit (a Condition's message, an Event's note, a NodeRun's texts), ending it with "..." and
+// never cutting a UTF-8 character in two (the messages carry µs).
+func Truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := max(0, n-3)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
 }

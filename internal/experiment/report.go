@@ -7,7 +7,6 @@ import (
 	"math"
 	"strings"
 	"text/tabwriter"
-	"unicode/utf8"
 
 	"github.com/schedlab/schedlab/api/v1alpha1"
 )
@@ -292,18 +291,4 @@ func num(m *v1alpha1.Metrics, name string, prec int) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.*f", prec, v)
-}
-
-// Truncate shortens s to at most n bytes for a status field with a size
-// limit (a Condition's message, an Event's note), ending it with "..." and
-// never cutting a UTF-8 character in two (the messages carry µs).
-func Truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := max(0, n-3)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "..."
 }

@@ -313,10 +313,7 @@ func (r *runner) metrics(win *workload.Window, replicas []host.Replica, before, 
 	if noise < 0 {
 		noise = 0
 	}
-	why := strings.Join(perturbed, "; ")
-	if len(why) > 1024 {
-		why = why[:1021] + "..."
-	}
+	why := v1alpha1.Truncate(strings.Join(perturbed, "; "), 1024)
 	srcs := noiseSources(before.procs, after.procs, workers, wall)
 	var cgv, mount string
 	if r.caps != nil {

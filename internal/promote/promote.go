@@ -137,7 +137,7 @@ func Profile(src *Source, o Options) (*v1alpha1.SchedProfile, error) {
 			Knobs:        *v.Knobs.DeepCopy(),
 			Provenance: &v1alpha1.Provenance{
 				Experiment: src.Name, Generation: src.Generation, Variant: variant, Baseline: base,
-				Effects: effects, Forced: !significant, Reason: experiment.Truncate(src.BestReason, 1024),
+				Effects: effects, Forced: !significant, Reason: v1alpha1.Truncate(src.BestReason, 1024),
 			},
 		},
 	}

@@ -180,10 +180,7 @@ func nonMainlineSchedSysctls(fsys FS) []string {
 		if b, err := fsys.ReadFile("/proc/sys/kernel/" + name); err == nil && !e.IsDir() {
 			name += "=" + strings.Join(strings.Fields(string(b)), " ")
 		}
-		if len(name) > 128 {
-			name = name[:125] + "..."
-		}
-		out = append(out, name)
+		out = append(out, v1alpha1.Truncate(name, 128))
 	}
 	sort.Strings(out)
 	if len(out) > maxNonMainlineSysctls {

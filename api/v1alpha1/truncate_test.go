@@ -1,4 +1,4 @@
-package experiment
+package v1alpha1
 
 import (
 	"strings"
