@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"fmt"
 	"math"
 	"sort"
 	"syscall"
@@ -251,11 +252,39 @@ func TestServerStallCountsFromScheduledArrival(t *testing.T) {
 // TestServerSaturation offers 1.2 × capacity (2 workers of 1 ms, 2400/s)
 // with a queue of 50: throughput plateaus at the CPU the workers get, the
 // excess is dropped, and queueing shows in the latency.
+//
+// A window out of bounds is measured once more, and the second decides:
+// one clean-clone CI run saw 1898 requests/s for 1.993 CPUs (5 % under,
+// with -0.07 CPUs of "noise": the cgroup was charged more than the machine
+// was busy, as when the host pauses the VM during a spin), where runs
+// before and after it held within 3 %. A worker that does not spend 1 ms
+// of CPU per request, or drops or queues wrongly, is out in both.
 func TestServerSaturation(t *testing.T) {
 	p := v1alpha1.Pattern{Type: v1alpha1.PatternServer, Rate: i32(2400), Queue: i32(50),
 		Service: &v1alpha1.ServiceTime{Mean: *dur(time.Millisecond)}}
 	s := startSet(t, Spec{Tasks: serverTasks("web", 2, p, 5)})
-	w, noise := window(t, s, 300*time.Millisecond, 2*time.Second, 2)
+	warmup := 300 * time.Millisecond
+	var failed []string
+	for attempt := 1; attempt <= 2; attempt++ {
+		w, noise := window(t, s, warmup, 2*time.Second, 2)
+		warmup = 0
+		if failed = saturationFailures(t, w, noise); len(failed) == 0 {
+			return
+		}
+		if attempt == 1 {
+			for _, f := range failed {
+				t.Logf("window %d, measured again: %s", attempt, f)
+			}
+		}
+	}
+	for _, f := range failed {
+		t.Error(f)
+	}
+}
+
+// saturationFailures judges one window of TestServerSaturation.
+func saturationFailures(t *testing.T, w *Window, noise float64) []string {
+	t.Helper()
 	m := GroupMetrics(w, "web")
 	var arr, drop int64
 	for _, ts := range w.Tasks {
@@ -265,18 +294,20 @@ func TestServerSaturation(t *testing.T) {
 	secs := w.Duration.Seconds()
 	t.Logf("2400/s × 1ms on 2 workers, queue 50: cpu %.3f, throughput %.1f/s, dropped %.1f/s (%d of %d), p99 %.1f ms, noise %.2f",
 		m.CPU, *m.Throughput, *m.Dropped, drop, arr, m.RequestLatencyUs.P99/1e3, noise)
+	var failed []string
 	// Throughput is the CPU the workers got, at 1 ms per request.
 	if capacity := m.CPU * 1000; math.Abs(*m.Throughput-capacity) > 0.03*capacity {
-		t.Errorf("throughput %.1f/s with %.3f CPUs of 1 ms requests (%.0f/s)", *m.Throughput, m.CPU, capacity)
+		failed = append(failed, fmt.Sprintf("throughput %.1f/s with %.3f CPUs of 1 ms requests (%.0f/s)", *m.Throughput, m.CPU, capacity))
 	}
 	if got := float64(arr-drop) / secs; math.Abs(got-*m.Throughput) > 0.02**m.Throughput+25/secs {
-		t.Errorf("%.1f admitted/s but %.1f completed/s", got, *m.Throughput)
+		failed = append(failed, fmt.Sprintf("%.1f admitted/s but %.1f completed/s", got, *m.Throughput))
 	}
 	if *m.Dropped < 0.8*(2400-m.CPU*1000) {
-		t.Errorf("dropped %.1f/s, want about the excess %.1f/s", *m.Dropped, 2400-m.CPU*1000)
+		failed = append(failed, fmt.Sprintf("dropped %.1f/s, want about the excess %.1f/s", *m.Dropped, 2400-m.CPU*1000))
 	}
 	// A full queue of 50 at 2000/s is 25 ms of waiting.
 	if p99 := m.RequestLatencyUs.P99; p99 < 20e3 {
-		t.Errorf("p99 %.1f ms: a full queue of 50 should wait ≈25 ms", p99/1e3)
+		failed = append(failed, fmt.Sprintf("p99 %.1f ms: a full queue of 50 should wait ≈25 ms", p99/1e3))
 	}
+	return failed
 }
