@@ -793,6 +793,14 @@ type NodeConstants struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=100000000
 	TimerArmCPUNs int64 `json:"timerArmCPUNs,omitempty"`
+	// coldWakeNs: what a woken task pays beyond the context switch, in its
+	// wake-up latency, per doubling of its sleep past 2 ms (up to 100 ms):
+	// the cache and TLB state it lost while it slept. The calibration
+	// window measures it from timer sleeps of 2 and 40 ms beside a spinner.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000000
+	ColdWakeNs int64 `json:"coldWakeNs,omitempty"`
 	// timerExpiryQuantilesNs spreads timerExpiryNs: its values at the
 	// levels 5, 25, 50, 75, 90, 95 and 99 % (nondecreasing). The simulator
 	// draws a level per wake-up and pays each latency term at that level;

@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/schedlab/schedlab/api/v1alpha1"
@@ -110,5 +111,52 @@ spec:
 	}
 	if got := preds[0].Metrics.CPU; math.Abs(got-2*(1-0.03)) > 0.005 {
 		t.Errorf("hogs predicted %.3f CPUs beside 0.06 CPUs of others, want %.3f", got, 2*(1-0.03))
+	}
+}
+
+// A node's measured cold wake-up cost reaches the prediction: a probe that
+// sleeps 40 ms pays it per doubling of its sleep past 2 ms (log2(20) =
+// 4.32 doublings), the nodes' median of it; a cost the shape sets stays.
+func TestWithNodeCalibrationColdWake(t *testing.T) {
+	exp := mustParse(t, strings.Replace(probeAlone, "interval: 1ms", "interval: 40ms", 1))
+	shape := exp.Spec.Simulation.Nodes[0]
+	p50 := func(s v1alpha1.NodeShape, o PredictOptions) float64 {
+		t.Helper()
+		preds, err := Predict(&exp.Spec, []v1alpha1.NodeShape{s}, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return preds[0].Metrics.WakeupLatencyUs.P50
+	}
+	k := v1alpha1.NodeConstants{TimerExpiryNs: 40_000, IdleExitNs: 30_000, CtxSwitchNs: 6_000}
+	cal := func(cold int64) *v1alpha1.NodeCalibration {
+		c := k
+		c.ColdWakeNs = cold
+		return &v1alpha1.NodeCalibration{Constants: c}
+	}
+	med := MedianCalibration([]*v1alpha1.NodeCalibration{cal(9_000), cal(0), cal(10_000), cal(30_000)})
+	if med.Constants.ColdWakeNs != 10_000 {
+		t.Fatalf("median cold wake-up %d ns over 9, 10 and 30 µs (and a node without), want 10000", med.Constants.ColdWakeNs)
+	}
+	base := 50.0 + 40 + 30 + 6
+	doublings := math.Log2(20)
+	for _, c := range []struct {
+		name  string
+		shape *v1alpha1.NodeConstants
+		cal   *v1alpha1.NodeCalibration
+		want  float64
+	}{
+		{"measured 10 µs", nil, med, base + 10*doublings},
+		{"none measured: the default 4 µs", nil, cal(0), base + 4*doublings},
+		{"the shape's 2 µs over the measured 10", &v1alpha1.NodeConstants{ColdWakeNs: 2_000}, med, base + 2*doublings},
+	} {
+		s := shape
+		s.Constants = c.shape
+		got := p50(WithNodeCalibration(s, c.cal, PredictOptions{}))
+		// The latency histogram's buckets are 4.1 µs wide from 131 to
+		// 262 µs; the cases lie 8.6 µs and more apart.
+		if math.Abs(got-c.want) > 4.1 {
+			t.Errorf("%s: a 40 ms probe's p50 %.1f µs, want %.1f", c.name, got, c.want)
+		}
 	}
 }

@@ -530,7 +530,7 @@ func SimConstants(c *v1alpha1.NodeConstants) simengine.Constants {
 		return simengine.Constants{}
 	}
 	return simengine.Constants{TimerExpiryNs: c.TimerExpiryNs, WakeupNs: c.WakeupNs, IdleExitNs: c.IdleExitNs,
-		CtxSwitchNs: c.CtxSwitchNs, WakeupCPUNs: c.WakeupCPUNs, TimerArmCPUNs: c.TimerArmCPUNs,
+		CtxSwitchNs: c.CtxSwitchNs, WakeupCPUNs: c.WakeupCPUNs, TimerArmCPUNs: c.TimerArmCPUNs, ColdWakeNs: c.ColdWakeNs,
 		TimerExpiryQuantilesNs: c.TimerExpiryQuantilesNs, WakeupQuantilesNs: c.WakeupQuantilesNs,
 		IdleExitQuantilesNs: c.IdleExitQuantilesNs, CtxSwitchQuantilesNs: c.CtxSwitchQuantilesNs,
 		HostPausesPerHour: c.HostPausesPerHour, HostPauseQuantilesNs: c.HostPauseQuantilesNs}
@@ -557,7 +557,9 @@ func ptr[T any](v T) *T { return &v }
 
 // WithNodeCalibration is the shape and options a prediction for one node
 // uses once the node's calibration window (NodeRun status.calibration) is
-// known: its measured constants replace the defaults, and its background
+// known: its measured constants replace the defaults (a coldWakeNs the
+// shape sets stays: the window measures it on a spinner's CPU only, and a
+// user may know better), and its background
 // load is the simulator's unless a fleet calibration for the shape already
 // sets one (a fleet calibration's overheads still add on top). nil leaves
 // both as they are.
@@ -566,6 +568,9 @@ func WithNodeCalibration(shape v1alpha1.NodeShape, cal *v1alpha1.NodeCalibration
 		return shape, opts
 	}
 	c := cal.Constants
+	if shape.Constants != nil && shape.Constants.ColdWakeNs != 0 {
+		c.ColdWakeNs = shape.Constants.ColdWakeNs // the user's
+	}
 	shape.Constants = &c
 	name := ShapeName(shape)
 	m := make(map[string]simengine.Calibration, len(opts.Calibration)+1)
@@ -665,6 +670,7 @@ func MedianCalibration(cals []*v1alpha1.NodeCalibration) *v1alpha1.NodeCalibrati
 			CtxSwitchNs:   medNs(func(k *v1alpha1.NodeConstants) int64 { return k.CtxSwitchNs }),
 			WakeupCPUNs:   medNs(func(k *v1alpha1.NodeConstants) int64 { return k.WakeupCPUNs }),
 			TimerArmCPUNs: medNs(func(k *v1alpha1.NodeConstants) int64 { return k.TimerArmCPUNs }),
+			ColdWakeNs:    medNs(func(k *v1alpha1.NodeConstants) int64 { return k.ColdWakeNs }),
 		},
 		TimerLatenessNs: int64(math.Round(med(func(c *v1alpha1.NodeCalibration) float64 { return float64(c.TimerLatenessNs) }))),
 		NoiseCPU:        med(func(c *v1alpha1.NodeCalibration) float64 { return c.NoiseCPU }),
