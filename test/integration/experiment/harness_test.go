@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/go-logr/logr/testr"
+	"github.com/go-logr/logr/funcr"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -92,6 +92,12 @@ type harness struct {
 	stopMgr func()
 	// managers counts the managers started (restarts + 1).
 	managers int
+	// logMu guards logEnded: once the test's cleanups are done, the
+	// managers' log lines are dropped, not written to the ended test (the
+	// manager's stop procedure can still log after Start returned, past its
+	// graceful shutdown timeout, and testing panics on a log after the end).
+	logMu    sync.Mutex
+	logEnded bool
 	// proc is the running manager process (harnessOptions.Process).
 	proc *managerProcess
 }
@@ -155,6 +161,9 @@ func newHarness(t testing.TB, o harnessOptions) *harness {
 		if h.kubelet != nil {
 			h.kubelet.wg.Wait()
 		}
+		h.logMu.Lock()
+		h.logEnded = true
+		h.logMu.Unlock()
 	})
 	t.Cleanup(h.cleanup) // runs first: the manager still runs
 	return h
@@ -172,7 +181,13 @@ func (h *harness) startManager() {
 	h.managers++
 	var logger logr.Logger = logr.Discard()
 	if !o.Quiet {
-		logger = testr.NewWithInterface(t, testr.Options{Verbosity: 1})
+		logger = funcr.New(func(prefix, args string) {
+			h.logMu.Lock()
+			defer h.logMu.Unlock()
+			if !h.logEnded {
+				t.Log(prefix, args)
+			}
+		}, funcr.Options{Verbosity: 1})
 	}
 	inNS := map[string]cache.Config{h.ns: {}}
 	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
