@@ -385,6 +385,55 @@ type NodeCalibration struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=1
 	BackgroundLoad float64 `json:"backgroundLoad,omitempty"`
+	// coldWake is how constants.coldWakeNs was measured, or why it was not
+	// (then the simulator's default stays). Absent when not measured.
+	// +optional
+	ColdWake *ColdWakeCalibration `json:"coldWake,omitempty"`
+}
+
+// ColdWakeCalibration is the calibration window's measurement of what a
+// woken task pays more after a long sleep: a thread sleeps to absolute
+// deadlines on one CPU beside a SCHED_IDLE spinner (every wake-up preempts
+// it at once, with no idle exit), one 40 ms sleep then two of 2 ms, over
+// and over. The difference of the two lengths' median lateness over the
+// doublings between them (log2 20) is coldWakeNs.
+type ColdWakeCalibration struct {
+	// shortP50Ns is the median lateness of the quiet 2 ms sleeps.
+	// +optional
+	ShortP50Ns int64 `json:"shortP50Ns,omitempty"`
+	// longP50Ns is the median lateness of the quiet 40 ms sleeps.
+	// +optional
+	LongP50Ns int64 `json:"longP50Ns,omitempty"`
+	// shortSamples and longSamples count the quiet sleeps of each length:
+	// those after which the sleeper waited at most 20 µs on the runqueue.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	ShortSamples int32 `json:"shortSamples,omitempty"`
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	LongSamples int32 `json:"longSamples,omitempty"`
+	// perDoublingNs is the figure measured, (longP50Ns - shortP50Ns) / log2(20);
+	// it may be negative.
+	// +optional
+	PerDoublingNs int64 `json:"perDoublingNs,omitempty"`
+	// lowNs and highNs bound perDoublingNs at 95 % at least (from the two
+	// medians' distribution-free intervals).
+	// +optional
+	LowNs int64 `json:"lowNs,omitempty"`
+	// +optional
+	HighNs int64 `json:"highNs,omitempty"`
+	// otherCPU is the share of the measurement's CPU time that went to
+	// neither the sleeper nor its spinner (other processes).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1
+	OtherCPU float64 `json:"otherCPU,omitempty"`
+	// rejected says why constants.coldWakeNs was not set from this
+	// measurement (too few quiet sleeps, other processes on the CPU, an
+	// interval too wide); empty when it was.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	Rejected string `json:"rejected,omitempty"`
 }
 
 // NodeRunStatus is written by the node's agent.

@@ -23,6 +23,7 @@ import (
 	"github.com/schedlab/schedlab/internal/experiment"
 	"github.com/schedlab/schedlab/internal/nodeagent"
 	"github.com/schedlab/schedlab/internal/nodeagent/host"
+	"github.com/schedlab/schedlab/internal/simengine"
 )
 
 func init() { register("run", newRunCmd) }
@@ -71,7 +72,7 @@ machine's capabilities and the predictions only, and exits 1.
 	fs.StringVar(&f.stateDir, "state-dir", nodeagent.DefaultStateDir, "directory of the journal and the lock")
 	fs.StringVar(&f.runID, "run-id", "", "run id: names the cgroups schedlab/<id>/… (default local-<time>)")
 	fs.StringVar(&f.calibration, "calibration", "", "calibration file (from schedlab calibrate) for this machine's shape, used by the predictions")
-	fs.BoolVar(&f.noCalibrationWindow, "no-calibration-window", false, "skip the calibration window (about a second before the first window that measures this machine's wake-up path for the predictions); predict with the simulator's default constants")
+	fs.BoolVar(&f.noCalibrationWindow, "no-calibration-window", false, "skip the calibration window (about two seconds before the first window that measures this machine's wake-up path for the predictions); predict with the simulator's default constants")
 	fs.StringVar(&f.replay, "replay", "", "measure nothing: take the node's measurements from noderun.json of an earlier run's --output-dir and predict them again with this build's simulator (no root needed)")
 	fs.BoolVar(&f.restoreOnly, "restore-only", false, "only restore what an earlier run left in --state-dir's journal, then exit")
 	fs.BoolVarP(&f.verbose, "verbose", "v", false, "log what the agent does (stderr)")
@@ -146,6 +147,9 @@ func run(ctx context.Context, stdout, stderr io.Writer, f *runFlags, args []stri
 			}
 			if k.TimerArmCPUNs > 0 {
 				fmt.Fprintf(stderr, "calibration window: a timer sleep's CPU leaves %.1f µs for arming the timer beyond the switch and the wake-up\n", us(k.TimerArmCPUNs))
+			}
+			if cw := cal.ColdWake; cw != nil {
+				fmt.Fprintln(stderr, coldWakeLine(cw))
 			}
 			if q := k.TimerExpiryQuantilesNs; len(q) == 7 {
 				fmt.Fprintf(stderr, "calibration window: timer p5..p99 %.1f %.1f %.1f %.1f %.1f %.1f %.1f µs (each wake-up draws its path from these)\n",
@@ -394,6 +398,19 @@ func writeReport(dir string, spec *v1alpha1.SchedExperimentSpec, name string, re
 }
 
 func us(ns int64) float64 { return float64(ns) / 1e3 }
+
+// coldWakeLine tells what the calibration window measured of the cold
+// wake-up cost (status.calibration.coldWake) and whether the prediction
+// uses it.
+func coldWakeLine(cw *v1alpha1.ColdWakeCalibration) string {
+	seen := fmt.Sprintf("%.1f µs per doubling of a sleep past 2 ms (95 %% %.1f to %.1f; the median 40 ms sleep woke %.1f µs late, the 2 ms one %.1f, of %d and %d quiet sleeps beside a spinner; others took %.3f of the CPU)",
+		us(cw.PerDoublingNs), us(cw.LowNs), us(cw.HighNs), us(cw.LongP50Ns), us(cw.ShortP50Ns), cw.LongSamples, cw.ShortSamples, cw.OtherCPU)
+	if cw.Rejected != "" {
+		return fmt.Sprintf("calibration window: cold wake-up not recorded, %s: %s; the predictions keep the default %.1f µs",
+			cw.Rejected, seen, us(simengine.DefaultConstants().ColdWakeNs))
+	}
+	return "calibration window: cold wake-up " + seen
+}
 
 // loadNodeRun reads a node's run status written by run --output-dir
 // (noderun.json) and checks that it measured spec's variants.

@@ -47,8 +47,8 @@ type Options struct {
 	LockWait time.Duration
 	// Log receives structured logs.
 	Log logr.Logger
-	// NoCalibration skips the calibration window (calib.Measure, about a
-	// second before the first window) that records the node's wake-up
+	// NoCalibration skips the calibration window (calib.Measure, about two
+	// seconds before the first window) that records the node's wake-up
 	// constants in status.calibration.
 	NoCalibration bool
 }
@@ -162,7 +162,7 @@ func Run(ctx context.Context, spec *v1alpha1.SchedExperimentSpec, opts Options) 
 		} else {
 			status.Calibration = cal
 			log.Info("Calibration window", "constants", cal.Constants, "timerLatenessNs", cal.TimerLatenessNs,
-				"backgroundLoad", cal.BackgroundLoad, "noiseCPU", cal.NoiseCPU)
+				"backgroundLoad", cal.BackgroundLoad, "noiseCPU", cal.NoiseCPU, "coldWake", cal.ColdWake)
 		}
 	}
 	reps := int(spec.RepetitionCount())

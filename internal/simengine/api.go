@@ -109,10 +109,12 @@ type Constants struct {
 	// was not measured, and charged to the task it lengthens the first
 	// message of a PingPong partner woken after a long wait, which breaks
 	// the lock step the node kept without a spread of the messages' work
-	// (TestMessageJitterSetsCapture). Not measured
-	// by the agent yet; the default (4 µs) is the median of what a 2-CPU
-	// EEVDF VM showed for LatencyProbes of 5 to 100 ms beside four hogs
-	// against one of 1 ms (docs/latency-tail.md, tenth session).
+	// (TestMessageJitterSetsCapture). The agent's calibration window
+	// measures it (timer sleeps of 2 and 40 ms beside a SCHED_IDLE
+	// spinner, internal/nodeagent/calib); the default (4 µs), for a node
+	// not measured, is the median of what a 2-CPU EEVDF VM showed for
+	// LatencyProbes of 5 to 100 ms beside four hogs against one of 1 ms
+	// (docs/latency-tail.md, tenth session).
 	ColdWakeNs int64 `json:"coldWakeNs,omitempty"`
 
 	// The spread of the four latency terms. Each list, when set, holds

@@ -1,11 +1,14 @@
 // Package calib measures a node's wake-up path in a short calibration
 // window before an experiment's plan: how late a timer sleep ends on an idle
 // and on a busy CPU, what a wake-up by a pipe costs on the same CPU and on
-// another, idle one, the CPU time each of those costs the woken thread, and
-// the share of the CPUs' time spent in interrupts and steal. From these it
-// derives the simulator's node constants (simengine.Constants) and
-// background load, so that the prediction shown next to this node's
-// measurement uses the node's own wake-up path.
+// another, idle one, the CPU time each of those costs the woken thread, the
+// share of the CPUs' time spent in interrupts and steal, and what a timer
+// wake-up on a busy CPU costs more after a 40 ms sleep than after a 2 ms
+// one (the cold wake-up, recorded only when the measurement had its CPU to
+// itself and its interval is narrow). From these it derives the simulator's
+// node constants (simengine.Constants) and background load, so that the
+// prediction shown next to this node's measurement uses the node's own
+// wake-up path.
 //
 // Each measurement runs on locked OS threads pinned to one CPU (the last
 // one, or the last two), with 1 ns of timer slack, and takes medians, so a
@@ -13,6 +16,7 @@
 package calib
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"sort"
@@ -30,6 +34,9 @@ type Options struct {
 	Sleeps int
 	// Messages per pipe measurement; 0 means 2000.
 	Messages int
+	// ColdCycles of the cold wake-up measurement (one 40 ms and two 2 ms
+	// sleeps each, 44 ms); 0 means 20 (0.88 s), negative: not measured.
+	ColdCycles int
 }
 
 func (o Options) withDefaults() Options {
@@ -38,6 +45,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Messages <= 0 {
 		o.Messages = 2000
+	}
+	if o.ColdCycles == 0 {
+		o.ColdCycles = 20
 	}
 	return o
 }
@@ -86,6 +96,80 @@ type Raw struct {
 	// timerLateness), IdleQuiet and BusyQuiet their fractions.
 	IdleTimerQ, BusyTimerQ, LocalWakeQ, RemoteWakeQ []int64
 	IdleQuiet, BusyQuiet                            float64
+
+	// Cold: what a wake-up costs more after a 40 ms sleep than after a
+	// 2 ms one (coldWakeFigure); nil when not measured.
+	Cold *ColdWake
+}
+
+// The cold wake-up measurement's judgement (coldWakeFigure).
+const (
+	// coldMinLong: fewer quiet long sleeps than this and the medians'
+	// intervals are too wide to say anything (with 10, the median's 95 %
+	// interval runs from the 2nd to the 9th of them).
+	coldMinLong = 10
+	// coldMaxOtherCPU: other processes took more of the CPU than this, and
+	// what they did there (their caches, their kernel paths) is in the
+	// figure.
+	coldMaxOtherCPU = 0.10
+	// coldMaxWidthNs: an interval wider than this per doubling (26 µs
+	// between the two lengths' medians) says the sleeps' lateness was
+	// spread by something else than their length.
+	coldMaxWidthNs = 6_000
+)
+
+// ColdWake is the cold wake-up measurement (see coldWakeLateness for the
+// layout): the quiet sleeps' median lateness at both lengths and what it
+// makes per doubling of the sleep, with a 95 % interval.
+type ColdWake struct {
+	ShortLate, LongLate int64
+	Short, Long         int // quiet sleeps
+	LongMade            int // long sleeps made
+	OtherCPU            float64
+	// PerDoubling = (LongLate - ShortLate) / log2(long/short), and its
+	// interval Low..High.
+	PerDoubling, Low, High int64
+	// Rejected says why PerDoubling is not the node's ColdWakeNs; "" when
+	// it is.
+	Rejected string
+}
+
+// coldWakeFigure is the cold wake-up cost per doubling of the sleep from
+// the lateness of quiet sleeps of shortNs and longNs (sorted in place),
+// longMade long sleeps made, and the CPU share other processes took.
+//
+// The interval: each median's distribution-free 95 % interval (the order
+// statistics at ranks n/2 ∓ 0.98√n, the binomial's normal approximation),
+// and the difference's interval from their ends, so at least 95 %.
+func coldWakeFigure(short, long []int64, shortNs, longNs int64, longMade int, otherCPU float64) *ColdWake {
+	c := &ColdWake{Short: len(short), Long: len(long), LongMade: longMade, OtherCPU: otherCPU}
+	if len(short) == 0 || len(long) == 0 {
+		c.Rejected = "no quiet sleep"
+		return c
+	}
+	ci := func(xs []int64) (lo, med, hi int64) {
+		slices.Sort(xs)
+		n := float64(len(xs))
+		h := 0.98 * math.Sqrt(n)
+		j := max(int(math.Floor(n/2-h)), 1)
+		k := min(int(math.Ceil(n/2+h)), len(xs))
+		return xs[j-1], xs[len(xs)/2], xs[k-1]
+	}
+	sLo, sMed, sHi := ci(short)
+	lLo, lMed, lHi := ci(long)
+	d := math.Log2(float64(longNs) / float64(shortNs))
+	per := func(v int64) int64 { return int64(math.Round(float64(v) / d)) }
+	c.ShortLate, c.LongLate = sMed, lMed
+	c.PerDoubling, c.Low, c.High = per(lMed-sMed), per(lLo-sHi), per(lHi-sLo)
+	switch {
+	case len(long) < coldMinLong:
+		c.Rejected = fmt.Sprintf("%d of %d long sleeps quiet (the others waited for another process), fewer than %d", len(long), longMade, coldMinLong)
+	case otherCPU > coldMaxOtherCPU:
+		c.Rejected = fmt.Sprintf("other processes took %.2f of the CPU, more than %.2f", otherCPU, coldMaxOtherCPU)
+	case c.High-c.Low > coldMaxWidthNs:
+		c.Rejected = fmt.Sprintf("95 %% interval %.1f to %.1f µs per doubling, wider than %.0f µs", float64(c.Low)/1e3, float64(c.High)/1e3, coldMaxWidthNs/1e3)
+	}
+	return c
 }
 
 // Constants derives the simulator's node constants from the raw
@@ -125,6 +209,9 @@ func (r Raw) Constants() v1alpha1.NodeConstants {
 	if r.BusyTimerCPU > 0 {
 		c.TimerArmCPUNs = pos(r.BusyTimerCPU - ctx - simengine.DefaultConstants().WakeupCPUNs)
 	}
+	if r.Cold != nil && r.Cold.Rejected == "" {
+		c.ColdWakeNs = pos(r.Cold.PerDoubling)
+	}
 	// The spreads: the simulator pays every term of a wake-up's path at
 	// one level u, so each term's quantile function is the difference of
 	// the paths' at the same level (a path slow at u is slow in each of its
@@ -153,7 +240,7 @@ func (r Raw) Constants() v1alpha1.NodeConstants {
 
 // Calibration is what the node's status records.
 func (r Raw) Calibration(noiseCPU float64) *v1alpha1.NodeCalibration {
-	return &v1alpha1.NodeCalibration{
+	cal := &v1alpha1.NodeCalibration{
 		Constants:       r.Constants(),
 		TimerLatenessNs: r.IdleTimerLate,
 		Samples:         int32(r.Samples),
@@ -161,6 +248,16 @@ func (r Raw) Calibration(noiseCPU float64) *v1alpha1.NodeCalibration {
 		BackgroundLoad:  r.BackgroundLoad,
 		IdleCPUIdle:     ptr.To(math.Round(r.IdleCPUIdle*1000) / 1000),
 	}
+	if c := r.Cold; c != nil {
+		cal.ColdWake = &v1alpha1.ColdWakeCalibration{
+			ShortP50Ns: c.ShortLate, LongP50Ns: c.LongLate,
+			ShortSamples: int32(c.Short), LongSamples: int32(c.Long),
+			PerDoublingNs: c.PerDoubling, LowNs: c.Low, HighNs: c.High,
+			OtherCPU: math.Round(c.OtherCPU*1000) / 1000,
+			Rejected: v1alpha1.Truncate(c.Rejected, 256),
+		}
+	}
+	return cal
 }
 
 // quantiles of xs at simengine.QuantileLevels (sorts xs in place); nil for none.

@@ -2,6 +2,8 @@ package calib
 
 import (
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/schedlab/schedlab/api/v1alpha1"
@@ -82,5 +84,71 @@ func TestQuantiles(t *testing.T) {
 	}
 	if got, want := quantiles(xs), []int64{11, 51, 101, 151, 181, 191, 199}; !reflect.DeepEqual(got, want) {
 		t.Errorf("quantiles = %v, want %v", got, want)
+	}
+}
+
+// The cold wake-up figure is the difference of the two lengths' median
+// lateness over the doublings between them (log2(40/2) = 4.32), with an
+// interval from the medians' order statistics; the node's coldWakeNs is
+// set from it only when the measurement is judged sound.
+func TestColdWakeFigure(t *testing.T) {
+	// 40 short sleeps 20.0..23.9 µs late, 20 long ones 17.3 µs later.
+	var short, long []int64
+	for i := range 40 {
+		short = append(short, 20_000+int64(i)*100)
+	}
+	for i := range 20 {
+		long = append(long, 37_300+int64(i)*200)
+	}
+	c := coldWakeFigure(slices.Clone(short), slices.Clone(long), 2_000_000, 40_000_000, 20, 0.01)
+	// Medians: short[20] = 22.0 µs, long[10] = 39.3 µs; 17.3 / 4.322 = 4.003 µs.
+	if c.ShortLate != 22_000 || c.LongLate != 39_300 || c.PerDoubling != 4_003 || c.Rejected != "" {
+		t.Fatalf("figure %+v, want medians 22000 and 39300, 4003 ns per doubling, accepted", c)
+	}
+	// Ranks n/2 ∓ 0.98√n: short 13th and 27th (21.2, 22.6 µs), long 5th and
+	// 15th (38.1, 40.1 µs): (38.1-22.6)/4.322 = 3.586, (40.1-21.2)/4.322 = 4.373.
+	if c.Low != 3_586 || c.High != 4_373 {
+		t.Errorf("interval %d..%d ns, want 3586..4373", c.Low, c.High)
+	}
+	r := Raw{IdleTimerLate: 60_000, BusyTimerLate: 45_000, LocalWakeLate: 8_000, Cold: c}
+	if got := r.Constants().ColdWakeNs; got != 4_003 {
+		t.Errorf("coldWakeNs %d, want the figure's 4003", got)
+	}
+	cal := r.Calibration(0)
+	if cw := cal.ColdWake; cw == nil || cw.PerDoublingNs != 4_003 || cw.LongSamples != 20 || cw.ShortSamples != 40 || cw.Rejected != "" {
+		t.Errorf("status coldWake %+v, want the figure recorded", cw)
+	}
+
+	// Long sleeps as late as short ones: no cold cost, recorded as 1 ns
+	// (0 would read as the default).
+	c = coldWakeFigure(slices.Clone(short), slices.Clone(short[:20]), 2_000_000, 40_000_000, 20, 0)
+	r.Cold = c
+	if c.PerDoubling >= 0 || r.Constants().ColdWakeNs != 1 {
+		t.Errorf("long sleeps no later: %d ns per doubling, coldWakeNs %d; want below 0 and 1", c.PerDoubling, r.Constants().ColdWakeNs)
+	}
+
+	for _, tc := range []struct {
+		name        string
+		short, long []int64
+		made        int
+		other       float64
+		why         string
+	}{
+		{"few quiet long sleeps", short, long[:9], 20, 0, "9 of 20 long sleeps quiet"},
+		{"others on the CPU", short, long, 20, 0.2, "other processes took 0.20"},
+		{"spread", short, append(slices.Clone(long[:10]), 60_000, 61_000, 62_000, 63_000, 64_000, 65_000, 66_000, 67_000, 68_000, 69_000), 20, 0, "wider than 6 µs"},
+	} {
+		c := coldWakeFigure(slices.Clone(tc.short), slices.Clone(tc.long), 2_000_000, 40_000_000, tc.made, tc.other)
+		r.Cold = c
+		if !strings.Contains(c.Rejected, tc.why) || r.Constants().ColdWakeNs != 0 {
+			t.Errorf("%s: %+v, coldWakeNs %d; want it rejected and the default (0) kept", tc.name, c, r.Constants().ColdWakeNs)
+		}
+		if cw := r.Calibration(0).ColdWake; cw == nil || cw.Rejected != c.Rejected {
+			t.Errorf("%s: status coldWake %+v, want the rejection recorded", tc.name, cw)
+		}
+	}
+	r.Cold = nil
+	if r.Constants().ColdWakeNs != 0 || r.Calibration(0).ColdWake != nil {
+		t.Errorf("not measured: want no coldWakeNs and no status coldWake")
 	}
 }

@@ -19,7 +19,7 @@ import (
 	"github.com/schedlab/schedlab/api/v1alpha1"
 )
 
-// Measure runs the calibration window on this node (about a second) and
+// Measure runs the calibration window on this node (about 2.3 s) and
 // returns what the node's status records. It needs no privileges beyond
 // setting its own threads' affinity and SCHED_IDLE policy.
 func Measure(ctx context.Context, opts Options) (*v1alpha1.NodeCalibration, error) {
@@ -78,6 +78,16 @@ func MeasureRaw(ctx context.Context, opts Options) (Raw, float64, error) {
 		steps = append(steps, func() (err error) {
 			r.RemoteWakeLate, r.RemoteWakeQ, _, err = pipePingPong(cpus[len(cpus)-2], last, o.Messages/4)
 			return err
+		})
+	}
+	if o.ColdCycles > 0 {
+		steps = append(steps, func() error {
+			s, err := coldWakeLateness(last, o.ColdCycles, true)
+			if err != nil {
+				return err
+			}
+			r.Cold = coldWakeFigure(s.short, s.long, coldShortNs, coldLongNs, s.longAll, s.otherCPU)
+			return nil
 		})
 	}
 	for _, step := range steps {
@@ -566,4 +576,158 @@ func pipePingPong(cpuA, cpuB, n int) (late int64, q []int64, perMsg int64, err e
 	}
 	all := append(lates[0], lates[1]...)
 	return median(all), quantiles(all), (end - start) / int64(2*n), nil
+}
+
+// nanotime is CLOCK_MONOTONIC through the vDSO, as the runtime reads it
+// (no system call, so nothing of the kernel's entry path between the
+// wake-up and the reading). go:nosplit in the runtime.
+//
+//go:linkname nanotime runtime.nanotime
+func nanotime() int64
+
+// The cold wake-up measurement's sleeps (coldWakeLateness).
+const (
+	coldShortNs        = 2_000_000
+	coldLongNs         = 40_000_000
+	coldShortsPerCycle = 2
+)
+
+// coldSamples are what coldWakeLateness saw.
+type coldSamples struct {
+	// short and long: the lateness of the quiet sleeps of each length
+	// (see coldWakeLateness).
+	short, long []int64
+	// shortAll, longAll: the sleeps made of each length.
+	shortAll, longAll int
+	// sleptShort, sleptLong: the median time from the sleeper's previous
+	// wake-up to its wake-up, of each length's sleeps.
+	sleptShort, sleptLong int64
+	// otherCPU: the share of the step's wall time its CPU gave to neither
+	// the sleeper nor its spinner (other processes, and interrupts the
+	// kernel accounts apart).
+	otherCPU float64
+	wallNs   int64
+}
+
+// coldWakeLateness measures what a timer sleep's wake-up costs more after a
+// long sleep than after a short one, on a busy CPU: a SCHED_IDLE thread
+// spins on cpu, and a sleeper pinned there sleeps in cycles of one
+// coldLongNs sleep and coldShortsPerCycle coldShortNs sleeps, each to an
+// absolute deadline on one grid, with 1 ns of timer slack, and records how
+// late each ended (the vDSO clock read right after the system call
+// returns).
+//
+// Beside a SCHED_IDLE spinner every wake-up preempts at once and leaves no
+// idle state, so both lengths pay the same timer interrupt, enqueue and
+// context switch, and neither waits for the scheduler's pick: what the
+// long sleeps pay more is the way back to user space of a task whose cache
+// and TLB state went cold while it slept, the cost the simulator's
+// ColdWakeNs models, and nothing of the idle exit (an idle CPU sleeps
+// deeper the longer it idles, which is the idle exit's spread) or of the
+// EEVDF lag a long sleeper keeps (which the simulator's scheduler rules
+// model themselves).
+//
+// The sleeps are raw system calls on a thread with its signals blocked:
+// an ordinary Go system call hands the goroutine's P over when it blocks
+// long (the runtime's monitor retakes it after 10 ms), and its return
+// then waits for a P, which only the long sleeps would pay; a raw call
+// keeps the P, and the runtime then asks the thread to yield (SIGURG every
+// 10 ms), which would wake a long sleep early unless blocked. The signals
+// stay pending and are taken when the mask is put back.
+//
+// A sleep counts (is quiet) when the sleeper waited at most
+// quietRunDelayNs on the runqueue after its wake-up (its sched_info
+// run_delay): otherwise another process held the CPU.
+func coldWakeLateness(cpu, cycles int, spin bool) (coldSamples, error) {
+	var out coldSamples
+	stop := make(chan struct{})
+	defer close(stop)
+	sr := spinReady{tid: -1}
+	if spin {
+		ready := make(chan spinReady, 1)
+		go spinner(cpu, stop, ready)
+		sr = <-ready
+		if sr.err != nil {
+			return out, sr.err
+		}
+	}
+	type res struct {
+		s   coldSamples
+		err error
+	}
+	r, err := onPinnedThread(cpu, func() res {
+		var all, old unix.Sigset_t
+		for i := range all.Val {
+			all.Val[i] = ^uint64(0)
+		}
+		if err := unix.PthreadSigmask(unix.SIG_BLOCK, &all, &old); err != nil {
+			return res{err: fmt.Errorf("pthread_sigmask: %w", err)}
+		}
+		defer unix.PthreadSigmask(unix.SIG_SETMASK, &old, nil)
+		rd := newRunDelay()
+		defer rd.close()
+		s := coldSamples{
+			short: make([]int64, 0, cycles*coldShortsPerCycle),
+			long:  make([]int64, 0, cycles),
+		}
+		var slept [2][]int64
+		s0, c0, w0 := int64(0), rawThreadCPU(), nanotime()
+		if sr.tid >= 0 {
+			s0 = threadCPUOf(sr.tid)
+		}
+		d := w0 + coldShortNs
+		rawSleepUntil(d) // start from a short sleep
+		woke := nanotime()
+		for c := 0; c < cycles; c++ {
+			for k := 0; k <= coldShortsPerCycle; k++ {
+				long := k == 0
+				if long {
+					d += coldLongNs
+				} else {
+					d += coldShortNs
+				}
+				r0 := rd.read()
+				rawSleepUntil(d)
+				t := nanotime()
+				l := t - d
+				r1 := rd.read()
+				if long {
+					slept[1] = append(slept[1], t-woke)
+				} else {
+					slept[0] = append(slept[0], t-woke)
+				}
+				woke = t
+				quiet := r0 >= 0 && r1 >= 0 && r1-r0 <= quietRunDelayNs
+				switch {
+				case long:
+					s.longAll++
+					if quiet {
+						s.long = append(s.long, l)
+					}
+				default:
+					s.shortAll++
+					if quiet {
+						s.short = append(s.short, l)
+					}
+				}
+				if now := nanotime(); d < now {
+					d = now // a sleep that ended late: the next one starts from now
+				}
+			}
+		}
+		s1, c1, w1 := int64(0), rawThreadCPU(), nanotime()
+		if sr.tid >= 0 {
+			s1 = threadCPUOf(sr.tid)
+		}
+		s.wallNs = w1 - w0
+		s.sleptShort, s.sleptLong = median(slept[0]), median(slept[1])
+		if s0 >= 0 && s1 >= 0 {
+			s.otherCPU = min(max(1-float64((s1-s0)+(c1-c0))/float64(w1-w0), 0), 1)
+		}
+		return res{s: s}
+	})
+	if err != nil {
+		return out, err
+	}
+	return r.s, r.err
 }

@@ -38,6 +38,11 @@ func TestMeasureThisNode(t *testing.T) {
 	if r.LocalMessage < r.LocalWakeLate/2 {
 		t.Errorf("a local message took %d ns of wall time but its wake-up %d ns: the ping-pong is not timed", r.LocalMessage, r.LocalWakeLate)
 	}
+	if r.Cold == nil || r.Cold.LongMade != 20 || r.Cold.Long == 0 || r.Cold.Short == 0 {
+		t.Errorf("cold wake-up measurement %+v: want 20 long sleeps made by default, some of each length quiet", r.Cold)
+	} else if got := r.Constants().ColdWakeNs; (r.Cold.Rejected == "") != (got > 0) {
+		t.Errorf("cold wake-up rejected %q but coldWakeNs %d: want it set exactly when accepted", r.Cold.Rejected, got)
+	}
 	if r.BackgroundLoad < 0 || r.BackgroundLoad > 0.5 {
 		t.Errorf("background load %.3f: want the small share a spinner loses", r.BackgroundLoad)
 	}
@@ -67,7 +72,7 @@ func TestIdleClassWorkIsNotAnIdleCPU(t *testing.T) {
 		close(stop)
 		t.Fatal(sr.err)
 	}
-	r, noise, err := MeasureRaw(context.Background(), Options{Sleeps: 300, Messages: 200})
+	r, noise, err := MeasureRaw(context.Background(), Options{Sleeps: 300, Messages: 200, ColdCycles: -1})
 	close(stop)
 	if err != nil {
 		t.Fatal(err)
@@ -137,4 +142,56 @@ func TestPinnedThreadsGoBack(t *testing.T) {
 	close(stop)
 	<-done
 	check("spinner", r.tid)
+}
+
+// TestColdWakeThisNode: the cold wake-up measurement sleeps what it says
+// (40 ms and 2 ms, each from the previous wake-up, the step taking its
+// cycles' time: sleeping 2 ms where 40 were meant fails here), and on this
+// node the figure it gives per doubling lies where a wake-up path can put
+// it: long sleeps no earlier than short ones beyond the measurement's
+// noise (-2 µs per doubling, 8.6 µs at 40 ms), and no more than 15 µs per
+// doubling later (65 µs at 40 ms; the largest this node showed beside hogs
+// was 37.9 µs at 100 ms, 6.7 µs per doubling). Judged unless other
+// processes took the CPU (then the measurement must say so).
+func TestColdWakeThisNode(t *testing.T) {
+	cpus, err := allowedCPUs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const cycles = 16
+	s, err := coldWakeLateness(cpus[len(cpus)-1], cycles, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := coldWakeFigure(s.short, s.long, coldShortNs, coldLongNs, s.longAll, s.otherCPU)
+	t.Logf("wall %.3f s, slept %.3f and %.3f ms, others %.3f of the CPU; %+v", float64(s.wallNs)/1e9,
+		float64(s.sleptShort)/1e6, float64(s.sleptLong)/1e6, s.otherCPU, c)
+	if s.longAll != cycles || s.shortAll != cycles*coldShortsPerCycle {
+		t.Errorf("%d long and %d short sleeps, want %d and %d", s.longAll, s.shortAll, cycles, cycles*coldShortsPerCycle)
+	}
+	if s.sleptLong < 39_500_000 || s.sleptLong > 40_500_000 {
+		t.Errorf("the long sleeps lasted %d ns at the median, want 40 ms", s.sleptLong)
+	}
+	if s.sleptShort < 1_900_000 || s.sleptShort > 2_100_000 {
+		t.Errorf("the short sleeps lasted %d ns at the median, want 2 ms", s.sleptShort)
+	}
+	if want := int64(cycles) * (coldLongNs + coldShortsPerCycle*coldShortNs); s.wallNs < want || s.wallNs > want+want/10 {
+		t.Errorf("the step took %d ns, want its sleeps' %d and at most a tenth more", s.wallNs, want)
+	}
+	if s.otherCPU > coldMaxOtherCPU {
+		if c.Rejected == "" {
+			t.Errorf("others took %.3f of the CPU but the figure was kept", s.otherCPU)
+		}
+		t.Logf("others took %.3f of the CPU: the figure is not judged", s.otherCPU)
+		return
+	}
+	if c.ShortLate <= 0 || c.ShortLate > 1_000_000 || c.LongLate <= 0 || c.LongLate > 1_000_000 {
+		t.Errorf("median lateness %d ns (2 ms) and %d ns (40 ms): want a wake-up path's, 0 to 1 ms", c.ShortLate, c.LongLate)
+	}
+	if c.PerDoubling < -2_000 || c.PerDoubling > 15_000 {
+		t.Errorf("cold wake-up %d ns per doubling: want -2 to 15 µs", c.PerDoubling)
+	}
+	if c.Low > c.PerDoubling || c.High < c.PerDoubling {
+		t.Errorf("interval %d..%d ns does not hold the figure %d", c.Low, c.High, c.PerDoubling)
+	}
 }
