@@ -633,7 +633,9 @@ type coldSamples struct {
 // then waits for a P, which only the long sleeps would pay; a raw call
 // keeps the P, and the runtime then asks the thread to yield (SIGURG every
 // 10 ms), which would wake a long sleep early unless blocked. The signals
-// stay pending and are taken when the mask is put back.
+// stay pending and are taken when the mask is put back. The price: a
+// stop-the-world of the agent's garbage collector waits for the sleeper's
+// next wake-up, at most 40 ms, during the step.
 //
 // A sleep counts (is quiet) when the sleeper waited at most
 // quietRunDelayNs on the runqueue after its wake-up (its sched_info
