@@ -215,7 +215,8 @@ func clock(t time.Time) string { return t.UTC().Format("15:04:05") }
 // WriteRuns prints one line per run: its times, the load at its start,
 // the other processes' CPUs in its calibration window and in its measured
 // windows, the noise sources that took the most, the calibration window's
-// timer path, and the windows the agent flagged or re-ran.
+// timer path (and cold wake-up figure, when it measured one), and the
+// windows the agent flagged or re-ran.
 func WriteRuns(w io.Writer, runs []*Run, rows []*Row, names Names) {
 	fmt.Fprintln(w, "| scenario | run (UTC) | load at start | others' CPUs, calibration window | others' CPUs, measured windows (mean, max) | the most CPU among them (mean over the windows) | window timer p5 / p50 / p99 µs | windows: re-run attempts, noisy, perturbed |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
@@ -254,6 +255,7 @@ func WriteRuns(w io.Writer, runs []*Run, rows []*Row, names Names) {
 			if q := c.Constants.TimerExpiryQuantilesNs; len(q) == 7 {
 				timer = fmt.Sprintf("%.1f / %.1f / %.1f", float64(q[0])/1e3, float64(q[2])/1e3, float64(q[6])/1e3)
 			}
+			timer += coldWakeCell(c.ColdWake)
 		}
 		ws := measuredWindows(st)
 		var noise []float64
@@ -265,6 +267,18 @@ func WriteRuns(w io.Writer, runs []*Run, rows []*Row, names Names) {
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %.3f, %.3f | %s | %s | %d: %d, %d, %d |\n", scen, when, r.Load, cal,
 			mean(noise), nmax, topNoise(names.noiseMeans(ws), 3), timer, len(ws), extra, noisy, perturbed)
 	}
+}
+
+// coldWakeCell is the calibration window's cold wake-up figure, for the
+// runs table's timer cell ("" when the window did not measure it).
+func coldWakeCell(cw *v1alpha1.ColdWakeCalibration) string {
+	switch {
+	case cw == nil:
+		return ""
+	case cw.Rejected != "":
+		return fmt.Sprintf("; cold wake-up not recorded (%.1f µs per doubling seen)", float64(cw.PerDoublingNs)/1e3)
+	}
+	return fmt.Sprintf("; cold wake-up %.1f µs per doubling", float64(cw.PerDoublingNs)/1e3)
 }
 
 // attemptCounts are the windows' attempts beyond the first, and how many
