@@ -475,9 +475,11 @@ func (s *sim) tryToWakeUp(ti, wakerCPU int32, sync bool, reason int64) {
 	if s.ents[t.se].delayed {
 		// ttwu_runnable(): still queued, so it wakes where it is.
 		s.cpuPelt(t.cpu)
+		// Its averages first: it was not runnable while delayed
+		// (se_runnable() is false for a sched_delayed entity).
+		s.taskPelt(ti)
 		s.requeueDelayedEntity(t.se)
 		t.state = tsQueued
-		s.taskPelt(ti)
 		s.addHNr(ti, 1)
 		t.wakeAt = reason
 		if s.trace != nil {
@@ -542,6 +544,9 @@ func (s *sim) ttwuActivate(ti, wakerCPU int32, sync bool, reason int64) {
 		cpu.avgIdle += (d - cpu.avgIdle) / 8
 		cpu.avgIdle = min(cpu.avgIdle, 2*cpu.maxIdleBalanceCost)
 	}
+	// enqueue_entity() updates the entity's averages before it sets
+	// se->on_rq: the sleep ends here, not runnable.
+	s.taskPelt(ti)
 	t.state = tsQueued
 	t.wakeAt = reason
 	s.enqueueTask(ti, enqWakeup)

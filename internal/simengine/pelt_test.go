@@ -66,3 +66,66 @@ func TestReweightMovesLoadAtOnce(t *testing.T) {
 		check("blocked", gc)
 	}
 }
+
+// A task's runnable_avg counts the time it is queued, not the time it
+// sleeps: enqueue_entity() (v6.12, v6.18) updates the entity's averages
+// (update_load_avg()) before it sets se->on_rq, and a task woken from a
+// delayed dequeue (requeue_delayed_entity()) was not runnable while delayed
+// (se_runnable() is false for a sched_delayed entity). The simulator
+// brought a waking task's averages up to date after marking it queued, so
+// every sleep a PingPong task woke from counted as runnable: its
+// runnable_avg sat at 800-1000 where the node's is about 520.
+//
+// The node's figures: a PingPong pair (20 µs of work a message) pinned to
+// one CPU with three hogs, or with one, plain tasks at the root (autogroup
+// off), on the 2-CPU 6.18.44 node (7 December 2026, 06:43-06:44 UTC, load
+// average 5-12; se.avg.load_avg and se.avg.runnable_avg read from
+// /proc/PID/sched every 10 ms over a 4 s window, after a 1 s warm-up).
+// With three hogs: load 520, runnable 520 (728 samples of the two pair
+// tasks; two more windows with the pair beside three hogs on one CPU and the
+// rest of the flat layout on the other gave 520/521 and 521/521). With one
+// hog: load 607, runnable 601 (776 samples). Neither layout leaves a pair
+// task delayed, so load and runnable agree.
+func TestPingPongRunnableAvgCountsQueuedTimeOnly(t *testing.T) {
+	for _, c := range []struct {
+		hogs              int
+		runnable, loadAvg float64
+	}{{3, 520, 520}, {1, 601, 607}} {
+		in := Input{Node: Node{CPUs: 2, Kernel: "6.18.44"}, DurationNs: 4e9, WarmupNs: 1e9, Seed: 1,
+			Groups: []Group{
+				{Name: "pair", Session: "a", Tasks: 2, Pattern: Pattern{Type: PingPong, RunNs: 20_000}},
+				{Name: "hogs", Session: "b", Tasks: c.hogs},
+			}}
+		off := false
+		in.Knobs.Autogroup = &off
+		in.Groups[0].TaskCPUs = [][]int32{{1}, {1}}
+		for range c.hogs {
+			in.Groups[1].TaskCPUs = append(in.Groups[1].TaskCPUs, []int32{1})
+		}
+		s := startedSim(t, in)
+		var run, load float64
+		n := 0
+		for at := int64(1e9); at < 5e9; at += 10e6 {
+			s.end = at
+			s.loop()
+			for ti := range int32(2) {
+				s.taskPelt(ti)
+				s.updateSeLoad(s.tasks[ti].se)
+				run += s.tasks[ti].pl.runnable
+				load += s.ents[s.tasks[ti].se].load.avg
+				n++
+			}
+		}
+		run, load = run/float64(n), load/float64(n)
+		t.Logf("pair beside %d hog(s): runnable_avg %.0f (node %.0f), load_avg %.0f (node %.0f)", c.hogs, run, c.runnable, load, c.loadAvg)
+		if math.Abs(run-c.runnable) > 0.05*c.runnable {
+			t.Errorf("pair beside %d hog(s): runnable_avg %.0f, the node's %.0f", c.hogs, run, c.runnable)
+		}
+		if math.Abs(load-c.loadAvg) > 0.05*c.loadAvg {
+			t.Errorf("pair beside %d hog(s): load_avg %.0f, the node's %.0f", c.hogs, load, c.loadAvg)
+		}
+		if run > load+1 {
+			t.Errorf("pair beside %d hog(s): runnable_avg %.0f above load_avg %.0f: a queued task is counted in both", c.hogs, run, load)
+		}
+	}
+}
