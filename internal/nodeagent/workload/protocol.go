@@ -43,6 +43,11 @@ type workerConfig struct {
 	Slot int `json:"slot"`
 	// Perturb runs the work as an ordinary goroutine (see Task.Perturb).
 	Perturb bool `json:"perturb,omitempty"`
+	// NodeSlot is the slot of the page every worker shares (a Hog's
+	// coverage of wall time, pause_linux.go); 0 for other patterns.
+	// NoPauseWatch runs a Hog without its pause detector (Task.NoPauseWatch).
+	NodeSlot     int  `json:"nodeSlot,omitempty"`
+	NoPauseWatch bool `json:"noPauseWatch,omitempty"`
 
 	Nice    *int   `json:"nice,omitempty"`
 	Policy  string `json:"policy,omitempty"`
@@ -98,7 +103,7 @@ const (
 // taskConfig turns a Task into its worker's configuration, validating the
 // pattern's parameters again (the agent never trusts the API server).
 func taskConfig(t Task, runID string, index int) (workerConfig, error) {
-	c := workerConfig{RunID: runID, Mode: "task", Pattern: t.Pattern.Type, Nice: t.Nice, Policy: t.Policy, SliceNs: t.SliceNs, TimerSlackNs: t.TimerSlackNs, CPUs: t.CPUs, Seed: t.Seed, Slot: index, Perturb: t.Perturb}
+	c := workerConfig{RunID: runID, Mode: "task", Pattern: t.Pattern.Type, Nice: t.Nice, Policy: t.Policy, SliceNs: t.SliceNs, TimerSlackNs: t.TimerSlackNs, CPUs: t.CPUs, Seed: t.Seed, Slot: index, Perturb: t.Perturb, NoPauseWatch: t.NoPauseWatch}
 	ns := func(name string, d *metav1.Duration, lo, hi int64) (int64, error) {
 		if d == nil {
 			return 0, fmt.Errorf("task %d (%s/%d/%d): %s pattern needs %s", index, t.Group, t.Replica, t.Index, t.Pattern.Type, name)

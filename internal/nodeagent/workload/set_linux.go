@@ -52,6 +52,8 @@ type proc struct {
 	baseAt time.Time // the middle of the reading of base
 	slot   *slot
 	slotAt slotSnap
+	// pauseAt is a Hog's pause detector counters at Begin.
+	pauseAt pauseSnap
 	placed Placement
 	leader *proc // for a session's task
 }
@@ -102,7 +104,11 @@ type Set struct {
 	connMu  sync.Mutex
 	conns   []net.Conn // every control socket, for aborting a Start
 	spawner *spawner
-	shm     *shm // every task's counters, slot i for Spec.Tasks[i]
+	shm     *shm // every task's counters, slot i for Spec.Tasks[i]; then the node page
+	// hogs counts the Hog tasks that watch for host pauses; coveredAt is
+	// the node page's coverage count at Begin.
+	hogs      int
+	coveredAt int64
 }
 
 // spawner forks every worker of a Set from one OS thread that is reserved
@@ -193,11 +199,20 @@ func Start(ctx context.Context, spec Spec) (*Set, error) {
 	if err != nil {
 		return nil, fmt.Errorf("workload: opening /proc: %w", err)
 	}
-	mem, err := newShm(len(spec.Tasks))
+	// One slot per task and one more: the page every worker shares.
+	mem, err := newShm(len(spec.Tasks) + 1)
 	if err != nil {
 		return nil, err
 	}
 	s := &Set{spec: spec, runID: spec.RunID, fs: fs, tasks: make([]*proc, len(spec.Tasks)), spawner: newSpawner(), shm: mem}
+	for i := range cfgs {
+		if cfgs[i].Pattern == v1alpha1.PatternHog {
+			cfgs[i].NodeSlot = len(spec.Tasks)
+			if !cfgs[i].NoPauseWatch {
+				s.hogs++
+			}
+		}
+	}
 	if s.runID == "" {
 		var b [6]byte
 		_, _ = rand.Read(b[:])
@@ -570,6 +585,7 @@ func (s *Set) Begin() error {
 		// switches, so an edge never looks like a perturbation.
 		r0 := time.Now()
 		p.slotAt = readSlot(p.slot)
+		p.pauseAt = readPauseSnap(p.slot)
 		if p.slotAt.state != 1 {
 			return fmt.Errorf("workload: begin: %s has not started its work loop", p)
 		}
@@ -597,6 +613,7 @@ func (s *Set) Begin() error {
 	// window runs from the middle of one whole reading to the middle of the
 	// other.
 	s.began = midpoint(t0)
+	s.coveredAt = readCovered(s.shm.node(len(s.tasks)))
 	s.open = true
 	return nil
 }
@@ -614,6 +631,10 @@ func (s *Set) End() (*Window, error) {
 	}
 	s.open = false
 	w := &Window{Tasks: make([]TaskStats, len(s.tasks))}
+	if s.hogs > 0 {
+		w.Pauses = &HostPauses{Hogs: s.hogs, ObservedNs: (readCovered(s.shm.node(len(s.tasks))) - s.coveredAt) * BucketNs}
+	}
+	var recs []pauseRecord
 	t0 := time.Now()
 	for i, p := range s.tasks {
 		r0 := time.Now()
@@ -628,6 +649,14 @@ func (s *Set) End() (*Window, error) {
 			afterTaskRead(true, i)
 		}
 		hist, ops, periods, misses, blocks := now.since(p.slotAt)
+		if w.Pauses != nil && s.spec.Tasks[i].Pattern.Type == v1alpha1.PatternHog && !s.spec.Tasks[i].NoPauseWatch {
+			ps := readPauseSnap(p.slot)
+			r, lost := pausesSince(p.slot, p.pauseAt, ps)
+			recs = append(recs, r...)
+			w.Pauses.Lost += lost
+			w.Pauses.OffGaps += ps.offGaps - p.pauseAt.offGaps
+			w.Pauses.ShortStalls += ps.shortStalls - p.pauseAt.shortStalls
+		}
 		t := s.spec.Tasks[i]
 		w.Tasks[i] = TaskStats{Group: t.Group, Replica: t.Replica, Index: t.Index, PID: p.pid, Pattern: t.Pattern.Type, Window: own,
 			CPUNs: d.cpuNs, RunDelayNs: d.runDelayNs, Voluntary: d.voluntary, Involuntary: d.involuntary,
@@ -651,6 +680,9 @@ func (s *Set) End() (*Window, error) {
 		}
 	}
 	w.Duration = midpoint(t0).Sub(s.began)
+	if w.Pauses != nil {
+		w.Pauses.Pauses = mergePauses(recs)
+	}
 	return w, nil
 }
 

@@ -202,6 +202,7 @@ func setupTask(cfg workerConfig) error {
 // work loop's frame holds.
 var (
 	counters *slot
+	shared   *nodePage
 	server   *srvHdr
 )
 
@@ -230,8 +231,16 @@ func runTask(cfg workerConfig, c *ctrl) int {
 	if err != nil {
 		return report(err)
 	}
+	var node *nodePage
+	if cfg.NodeSlot > 0 {
+		ns, err := mapSlot(shmFD, cfg.NodeSlot)
+		if err != nil {
+			return report(err)
+		}
+		node = (*nodePage)(unsafe.Pointer(ns))
+	}
 	_ = unix.Close(shmFD)
-	counters = s
+	counters, shared = s, node
 	var srv *srvHdr
 	if cfg.Pattern == v1alpha1.PatternServer {
 		if srv, err = mapSrv(srvFD, cfg.ServerBytes); err != nil {
@@ -264,7 +273,7 @@ func runTask(cfg workerConfig, c *ctrl) int {
 	}
 	l := loop{pattern: patternCode(cfg.Pattern), runNs: cfg.RunNs, periodNs: cfg.PeriodNs, intervalNs: cfg.IntervalNs, phaseNs: cfg.PhaseNs,
 		meanRunNs: cfg.MeanRunNs, meanSleepNs: cfg.MeanSleepNs, initiator: cfg.Initiator, rng: cfg.Seed ^ 0x9e3779b97f4a7c15,
-		srv: srv, sw: srvWorker{kind: cfg.ServiceKind, meanNs: cfg.ServiceMeanNs, mu: cfg.ServiceMu, sigma: cfg.ServiceSigma, rng: cfg.Seed ^ 0x2545f4914f6cdd1d}}
+		srv: srv, node: node, watch: cfg.NodeSlot > 0 && !cfg.NoPauseWatch, sw: srvWorker{kind: cfg.ServiceKind, meanNs: cfg.ServiceMeanNs, mu: cfg.ServiceMu, sigma: cfg.ServiceSigma, rng: cfg.Seed ^ 0x2545f4914f6cdd1d}}
 	if cfg.Perturb {
 		l.run(s)
 	} else {
@@ -311,6 +320,10 @@ type loop struct {
 	rng                         uint64
 	srv                         *srvHdr
 	sw                          srvWorker
+	// node is the page the workers share; watch runs a Hog with its
+	// pause detector (pause_linux.go).
+	node  *nodePage
+	watch bool
 }
 
 // detachAndRun leaves the Go scheduler (step 1 above) and runs the pattern
@@ -331,6 +344,9 @@ func (l *loop) run(s *slot) {
 	atomic.StoreInt64(&s[slotState], 1)
 	switch l.pattern {
 	case patHog:
+		if l.watch {
+			hogWatching(s, l.node)
+		}
 		hog()
 	case patPeriodic:
 		periodic(s, l.runNs, l.periodNs)

@@ -74,6 +74,10 @@ type Task struct {
 	// run.
 	Perturb bool
 
+	// NoPauseWatch runs a Hog without its host-pause detector
+	// (pause_linux.go): for measuring what the detector costs.
+	NoPauseWatch bool
+
 	// PhaseNs, when above 0, puts a LatencyProbe's deadlines on a grid:
 	// CLOCK_MONOTONIC multiples of its interval plus PhaseNs (below the
 	// interval), instead of every interval from its start. Two sleepers
@@ -167,6 +171,9 @@ const DefaultServerQueue = 1000
 type Window struct {
 	Duration time.Duration
 	Tasks    []TaskStats
+	// Pauses is what the Hog tasks saw of host pauses; nil when no Hog
+	// watched (nothing was observed).
+	Pauses *HostPauses
 }
 
 // Sched is a thread's fair-class scheduling attributes as sched_getattr

@@ -1,0 +1,76 @@
+package workload
+
+import "sort"
+
+// HostPauses is what a window's Hog workers saw of the machine's host pauses
+// (pause_linux.go tells how they see them).
+type HostPauses struct {
+	// Hogs is how many Hog tasks watched.
+	Hogs int
+	// ObservedNs is the wall time during which at least one of them was
+	// current on a CPU, counted once however many were: the time in which
+	// a pause could be seen.
+	ObservedNs int64
+	// Pauses are the pauses seen, in time order, those of several hogs at
+	// overlapping times merged into one.
+	Pauses []Pause
+	// Lost counts pauses logged but overwritten in a hog's log before the
+	// window's end read them (their lengths are unknown; they are not in
+	// Pauses).
+	Lost int64
+	// OffGaps counts gaps of PauseMinNs or more in a hog's loop during
+	// which it was not charged (preempted, not paused), over every hog.
+	OffGaps int64
+	// ShortStalls counts charged stalls of 1 ms up to PauseMinNs, over every
+	// hog (neither counted as pauses nor merged).
+	ShortStalls int64
+}
+
+// Pause is one host pause.
+type Pause struct {
+	// StartNs is CLOCK_MONOTONIC at the last clock read before it.
+	StartNs int64
+	// LengthNs is the CPU time charged over the gap (the longest, when
+	// several hogs saw it).
+	LengthNs int64
+	// Seen is how many hogs saw it.
+	Seen int
+}
+
+// mergePauses turns the hogs' logged pauses into pauses: records whose gaps
+// ([start, start+gap]) overlap are one pause of the whole machine seen by
+// several hogs.
+func mergePauses(recs []pauseRecord) []Pause {
+	sort.Slice(recs, func(i, j int) bool { return recs[i].start < recs[j].start })
+	var out []Pause
+	var end int64
+	for _, r := range recs {
+		if len(out) > 0 && r.start <= end {
+			p := &out[len(out)-1]
+			p.LengthNs = max(p.LengthNs, r.charged)
+			p.Seen++
+			end = max(end, r.start+r.gap)
+			continue
+		}
+		out = append(out, Pause{StartNs: r.start, LengthNs: r.charged, Seen: 1})
+		end = r.start + r.gap
+	}
+	return out
+}
+
+// Count is how many pauses were seen, those lost from a log included.
+func (h *HostPauses) Count() int64 {
+	if h == nil {
+		return 0
+	}
+	return int64(len(h.Pauses)) + h.Lost
+}
+
+// PerHour is the rate of pauses over the observed time (0 when nothing was
+// observed).
+func (h *HostPauses) PerHour() float64 {
+	if h == nil || h.ObservedNs <= 0 {
+		return 0
+	}
+	return float64(h.Count()) * 3.6e12 / float64(h.ObservedNs)
+}

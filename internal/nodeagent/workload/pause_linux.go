@@ -1,0 +1,279 @@
+package workload
+
+import (
+	"sync/atomic"
+	"unsafe"
+)
+
+// Host pauses, seen passively by the Hog workers.
+//
+// A virtual machine's host may stop the whole machine (every vCPU) for
+// milliseconds. The guest cannot tell it happened except by its clocks: when
+// it runs again, CLOCK_MONOTONIC (kvm-clock here) has moved on by the
+// pause. A Hog spins anyway, so it watches for that at no cost to what it
+// does: in its loop it reads CLOCK_MONOTONIC (the vDSO: no system call) and
+// keeps the time of the last read; about once a millisecond, and at once
+// after any gap of gapCheckNs between two reads, it reads its own CPU clock
+// (CLOCK_THREAD_CPUTIME_ID: one system call, no sleep, no switch).
+//
+// A gap between two reads of the clock means the loop did not run for that
+// long. Either the thread was off its CPU (preempted or migrated; nothing is
+// charged to it while it waits), or it was on its CPU and the CPU did not
+// run it: the machine stopped, or the kernel ran something else in the
+// thread's context (interrupts). Which one is told by the CPU clock:
+//
+//   - The thread's CPU clock is its sum_exec_runtime, brought up to date by
+//     task_sched_runtime() (kernel/sched/core.c, v6.18), which calls the
+//     class's update_curr() for a running task. update_curr() (fair.c,
+//     through update_se()) adds rq_clock_task() − exec_start: the run
+//     queue's task clock since the thread last went on its CPU, and nothing
+//     while it waits (a waiting entity has no exec_start advancing).
+//   - rq_clock_task() advances in update_rq_clock_task() (core.c) by the
+//     sched_clock() delta (kvm-clock here) minus interrupt time (only with
+//     CONFIG_IRQ_TIME_ACCOUNTING) minus steal time (paravirt_steal_clock(),
+//     with CONFIG_PARAVIRT_TIME_ACCOUNTING and a host that reports steal).
+//     On the development machine (Linux 6.18, a Firecracker KVM guest)
+//     IRQ_TIME_ACCOUNTING is off, PARAVIRT_TIME_ACCOUNTING is on but the
+//     host reports no steal (the steal column of /proc/stat stays 0, and
+//     steal_account_process_time() in cputime.c accounts nothing), so the
+//     whole time the machine stood still is charged to the task that was
+//     current on each vCPU, as CPU time.
+//
+// So for a gap of g: CPU time ≈ 0 over the gap means the thread waited
+// (preemption: not a pause); CPU time ≈ g means it was current while the
+// CPU did not run it. Only the latter is a pause, and its length is the CPU
+// time charged over the gap (a pause after which the thread is preempted
+// at once shows a longer gap; the part charged is the pause).
+//
+// What else is charged the same way, and why pauseMinNs is 5 ms: without
+// IRQ_TIME_ACCOUNTING hard interrupts and the soft interrupts run at their
+// exit (handle_softirqs() in kernel/softirq.c) are charged to the current
+// task. handle_softirqs() restarts only while jiffies has not moved past
+// MAX_SOFTIRQ_TIME (msecs_to_jiffies(2): one jiffy, 4 ms at HZ 250) and
+// then leaves the rest to ksoftirqd, which is a context switch (the hog
+// then sees a preemption). A single charged stretch of 5 ms or more is
+// therefore more than one irq exit's soft interrupts on this kernel; an
+// interrupt storm that keeps the thread from running any instruction for
+// 5 ms (each exit's handlers back to back) would be counted as a pause —
+// it would show in /proc/interrupts and /proc/softirqs, and a kernel with
+// IRQ_TIME_ACCOUNTING subtracts it and shows a preemption instead. A
+// storm that lets the loop run now and then shows no gap at all. Charged
+// stalls of 1 ms up to pauseMinNs are counted apart (slotShortStalls),
+// without their lengths.
+//
+// The error of the test: the CPU clock is read at most checkEveryNs before
+// a gap, and at once after any gap of gapCheckNs; between that read and the
+// gap the thread ran except for gaps shorter than gapCheckNs (interrupts,
+// charged; or waits, not charged), so the CPU time attributed to the gap is
+// low by at most the waits shorter than gapCheckNs in the last millisecond
+// before it. A pause is
+// also counted when a vCPU alone is stopped by its host while the hog is on
+// it (the whole machine stops in a host pause; two hogs on two CPUs that
+// both see it make one pause, merged by time in MergePauses).
+//
+// Time observed: a pause can be seen only while some hog is current on some
+// CPU. Each hog marks the stretches of wall time it was current (or stopped
+// with the machine) in a ring of coverage buckets shared by every worker
+// of the Set (nodePage); a bucket is counted once, by whichever hog marks
+// it first, so two hogs on two CPUs do not count the same time twice.
+const (
+	// gapCheckNs: a gap this long between two clock reads makes the hog
+	// read its CPU clock at once (a loop's reads are well under a
+	// microsecond apart; a tick's interrupt takes a few).
+	gapCheckNs = 50_000
+	// checkEveryNs: the CPU clock is read at least this often.
+	checkEveryNs = 1_000_000
+	// shortStallNs: charged stalls from here to pauseMinNs are counted as
+	// short stalls.
+	shortStallNs = 1_000_000
+	// PauseMinNs is the shortest charged stall counted as a host pause.
+	PauseMinNs = 5_000_000
+
+	// Coverage buckets: 2^covShift ns each (262 µs), in a ring of
+	// covRingLen in the node page (1.07 s of wall time).
+	covShift   = 18
+	covRingLen = 4096
+	// BucketNs is one coverage bucket's length.
+	BucketNs = 1 << covShift
+)
+
+// Words of a task's slot used by the detector (after the histogram, which
+// ends at slotHist+shmHistLen = 3592).
+const (
+	slotPauses      = 3592 // pauses logged so far (records below)
+	slotOffGaps     = 3593 // gaps ≥ PauseMinNs with no CPU charged: preemptions
+	slotShortStalls = 3594 // charged stalls of shortStallNs..PauseMinNs
+	slotPauseLog    = 3600 // pauseLogLen records of 3 words: start (CLOCK_MONOTONIC), wall gap, CPU charged
+	pauseLogLen     = 160
+)
+
+// nodePage is the page every worker of a Set shares (the slot after the
+// tasks'): word 0 counts the coverage buckets marked; the ring holds, per
+// bucket index mod covRingLen, the bucket last marked there (0 = none).
+type nodePage struct {
+	covered int64
+	_       [7]int64
+	ring    [covRingLen]uint32
+}
+
+var _ [slotBytes - int(unsafe.Sizeof(nodePage{}))]byte // fits a slot
+
+// pauseDet is a hog's detector state: plain data, updated by the work loop.
+type pauseDet struct {
+	s    *slot
+	node *nodePage
+	// last is the previous CLOCK_MONOTONIC read; atWall and atCPU the wall
+	// and CPU clocks at the last CPU-clock read; from the start of the
+	// stretch of wall time not yet marked as covered.
+	last, atWall, atCPU, from int64
+}
+
+// start sets the detector up at wall time now, CPU time cpu.
+//
+//go:nosplit
+func (d *pauseDet) start(now, cpu int64) {
+	d.last, d.atWall, d.atCPU, d.from = now, now, cpu, now
+}
+
+// due says whether the CPU clock should be read after the clock read now.
+//
+//go:nosplit
+func (d *pauseDet) due(now int64) bool {
+	return now-d.last >= gapCheckNs || now-d.atWall >= checkEveryNs
+}
+
+// check classifies the time since the last CPU-clock read, given the
+// wall clock now and the CPU clock cpu read just after it, and marks what
+// was covered.
+//
+//go:nosplit
+func (d *pauseDet) check(now, cpu int64) {
+	gap := now - d.last
+	if gap >= gapCheckNs {
+		charged := chargedOverGap(d.atWall, d.atCPU, d.last, cpu)
+		switch {
+		case charged >= PauseMinNs:
+			d.logPause(d.last, gap, min(charged, gap))
+			// Current through the pause; a wait after it is not covered.
+			d.mark(d.from, d.last+min(charged, gap))
+		case charged >= shortStallNs:
+			atomic.AddInt64(&d.s[slotShortStalls], 1)
+			d.mark(d.from, d.last+min(charged, gap))
+		default:
+			if gap >= PauseMinNs {
+				atomic.AddInt64(&d.s[slotOffGaps], 1)
+			}
+			d.mark(d.from, d.last)
+		}
+		d.from = now
+	}
+	d.mark(d.from, now)
+	d.from = now
+	d.last, d.atWall, d.atCPU = now, now, cpu
+}
+
+// chargedOverGap is the CPU time charged to the thread over a gap that
+// began at lastRead, given the clocks (atWall, atCPU) at the last CPU-clock
+// read before it and the CPU clock cpu just after it: the CPU time since
+// that read less the wall time the loop ran before the gap. Never below 0.
+//
+//go:nosplit
+func chargedOverGap(atWall, atCPU, lastRead, cpu int64) int64 {
+	c := (cpu - atCPU) - (lastRead - atWall)
+	if c < 0 {
+		return 0
+	}
+	return c
+}
+
+// logPause appends one pause to the slot's log (a ring; the count goes up
+// after the record is written, so a reader that sees the count sees it).
+//
+//go:nosplit
+func (d *pauseDet) logPause(start, gap, charged int64) {
+	n := atomic.LoadInt64(&d.s[slotPauses])
+	w := slotPauseLog + int(n%pauseLogLen)*3
+	atomic.StoreInt64(&d.s[w], start)
+	atomic.StoreInt64(&d.s[w+1], gap)
+	atomic.StoreInt64(&d.s[w+2], charged)
+	atomic.AddInt64(&d.s[slotPauses], 1)
+}
+
+// mark marks the coverage buckets of wall time [a, b] as seen; each bucket
+// is counted once by whichever worker marks it first. A bucket older than
+// the ring (a report more than a second late) is left alone.
+//
+//go:nosplit
+func (d *pauseDet) mark(a, b int64) {
+	if d.node == nil || b < a {
+		return
+	}
+	for k := a >> covShift; k <= b>>covShift; k++ {
+		p := &d.node.ring[k&(covRingLen-1)]
+		want := uint32(k)
+		for {
+			old := atomic.LoadUint32(p)
+			if old == want || (old != 0 && int32(want-old) < 0) {
+				break
+			}
+			if atomic.CompareAndSwapUint32(p, old, want) {
+				atomic.AddInt64(&d.node.covered, 1)
+				break
+			}
+		}
+	}
+}
+
+// hogWatching spins forever like hog, watching for host pauses (see above).
+//
+//go:nosplit
+func hogWatching(s *slot, node *nodePage) {
+	var d pauseDet
+	d.s, d.node = s, node
+	d.start(nanotime(), threadCPU())
+	x := sink
+	for {
+		for i := 0; i < 64; i++ {
+			x = x*6364136223846793005 + 1442695040888963407
+		}
+		now := nanotime()
+		if d.due(now) {
+			d.check(now, threadCPU())
+		} else {
+			d.last = now
+		}
+		sink = x
+	}
+}
+
+// pauseRecord is one logged pause.
+type pauseRecord struct{ start, gap, charged int64 }
+
+// pauseSnap is one reading of a hog's detector counters, and the node page's.
+type pauseSnap struct {
+	pauses, offGaps, shortStalls int64
+}
+
+func readPauseSnap(s *slot) pauseSnap {
+	return pauseSnap{pauses: atomic.LoadInt64(&s[slotPauses]), offGaps: atomic.LoadInt64(&s[slotOffGaps]),
+		shortStalls: atomic.LoadInt64(&s[slotShortStalls])}
+}
+
+// pausesSince returns the pauses logged after o up to r (those still in the
+// ring) and how many were overwritten before they could be read.
+func pausesSince(s *slot, o, r pauseSnap) (recs []pauseRecord, lost int64) {
+	from := o.pauses
+	if r.pauses-from > pauseLogLen {
+		lost = r.pauses - from - pauseLogLen
+		from = r.pauses - pauseLogLen
+	}
+	for n := from; n < r.pauses; n++ {
+		w := slotPauseLog + int(n%pauseLogLen)*3
+		recs = append(recs, pauseRecord{atomic.LoadInt64(&s[w]), atomic.LoadInt64(&s[w+1]), atomic.LoadInt64(&s[w+2])})
+	}
+	return recs, lost
+}
+
+func (m *shm) node(tasks int) *nodePage { return (*nodePage)(unsafe.Pointer(&m.mem[tasks*slotBytes])) }
+
+func readCovered(n *nodePage) int64 { return atomic.LoadInt64(&n.covered) }

@@ -1,0 +1,289 @@
+package workload
+
+import (
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"golang.org/x/sys/unix"
+
+	"github.com/schedlab/schedlab/api/v1alpha1"
+)
+
+// fakeHog drives a pauseDet as a Hog's loop would, on synthetic clocks: its
+// loop reads the wall clock every stepNs while it runs; while it waits
+// (preempted) neither its loop nor its CPU clock moves; while the machine
+// is stopped with it current, its CPU clock moves with the wall clock.
+type fakeHog struct {
+	d         pauseDet
+	wall, cpu int64
+	s         slot
+}
+
+const stepNs = 1_000
+
+func newFakeHog(node *nodePage, wall int64) *fakeHog {
+	h := &fakeHog{wall: wall}
+	h.d.s, h.d.node = &h.s, node
+	h.d.start(h.wall, h.cpu)
+	return h
+}
+
+// read is one clock read of the loop (and the CPU clock when due).
+func (h *fakeHog) read() {
+	if h.d.due(h.wall) {
+		h.d.check(h.wall, h.cpu)
+	} else {
+		h.d.last = h.wall
+	}
+}
+
+// run runs the loop for ns.
+func (h *fakeHog) run(ns int64) {
+	for end := h.wall + ns; h.wall < end; {
+		h.wall += stepNs
+		h.cpu += stepNs
+		h.read()
+	}
+}
+
+// wait: the thread is off its CPU for ns (nothing charged).
+func (h *fakeHog) wait(ns int64) { h.wall += ns }
+
+// stopped: the machine stops for ns while the thread is current (charged).
+func (h *fakeHog) stopped(ns int64) { h.wall += ns; h.cpu += ns }
+
+func (h *fakeHog) pauses() []Pause {
+	r, _ := pausesSince(&h.s, pauseSnap{}, readPauseSnap(&h.s))
+	return mergePauses(r)
+}
+
+func TestPauseDetectorClassifies(t *testing.T) {
+	const ms = 1_000_000
+	for _, tc := range []struct {
+		name        string
+		script      func(h *fakeHog)
+		want        []int64 // pause lengths
+		offGaps     int64
+		shortStalls int64
+		under       int64 // a length may be this much below its want (uncharged waits too short to be seen)
+	}{
+		{"preempted 20 ms is no pause", func(h *fakeHog) { h.run(5 * ms); h.wait(20 * ms); h.run(5 * ms) }, nil, 1, 0, 0},
+		{"preempted 4 ms is neither", func(h *fakeHog) { h.run(5 * ms); h.wait(4 * ms); h.run(5 * ms) }, nil, 0, 0, 0},
+		{"stopped 20 ms is a pause", func(h *fakeHog) { h.run(5 * ms); h.stopped(20 * ms); h.run(5 * ms) }, []int64{20 * ms}, 0, 0, 0},
+		{"stopped 8 ms then preempted 22 ms: a pause of 8 ms", func(h *fakeHog) { h.run(5 * ms); h.stopped(8 * ms); h.wait(22 * ms); h.run(5 * ms) }, []int64{8 * ms}, 0, 0, 0},
+		{"stopped 3 ms is a short stall", func(h *fakeHog) { h.run(5 * ms); h.stopped(3 * ms); h.run(5 * ms) }, nil, 0, 1, 0},
+		{"stopped 5 ms is a pause", func(h *fakeHog) { h.run(5 * ms); h.stopped(5 * ms); h.run(5 * ms) }, []int64{5 * ms}, 0, 0, 0},
+		{"short preemptions just before a pause", func(h *fakeHog) {
+			h.run(5 * ms)
+			for i := 0; i < 4; i++ { // 150 µs waits, below gapCheckNs: no CPU read
+				h.run(100_000)
+				h.wait(150_000)
+			}
+			h.stopped(12 * ms)
+			h.run(5 * ms)
+		}, []int64{12 * ms}, 0, 0, 0},
+		{"30 µs waits just before a pause: low by at most their sum", func(h *fakeHog) {
+			h.run(5 * ms)
+			for i := 0; i < 10; i++ { // below gapCheckNs: no CPU read
+				h.run(60_000)
+				h.wait(30_000)
+			}
+			h.stopped(12 * ms)
+			h.run(5 * ms)
+		}, []int64{12 * ms}, 0, 0, 300_000},
+		{"many short preemptions and a long wait", func(h *fakeHog) {
+			for i := 0; i < 200; i++ {
+				h.run(850_000)
+				h.wait(150_000)
+			}
+			h.wait(40 * ms)
+			h.run(2 * ms)
+		}, nil, 1, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var node nodePage
+			h := newFakeHog(&node, 1_000_000_000)
+			tc.script(h)
+			var got []int64
+			for _, p := range h.pauses() {
+				got = append(got, p.LengthNs)
+			}
+			// The charged time is exact on these clocks but for the loop's
+			// step before the gap and the waits the loop could not tell.
+			for i := range got {
+				if i < len(tc.want) && got[i] <= tc.want[i]+2*stepNs && got[i] >= tc.want[i]-2*stepNs-tc.under {
+					got[i] = tc.want[i]
+				}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("pause lengths (-want +got):\n%s", diff)
+			}
+			if g := h.s[slotOffGaps]; g != tc.offGaps {
+				t.Errorf("off-CPU gaps %d, want %d", g, tc.offGaps)
+			}
+			if g := h.s[slotShortStalls]; g != tc.shortStalls {
+				t.Errorf("short stalls %d, want %d", g, tc.shortStalls)
+			}
+		})
+	}
+}
+
+func abs(x int64) int64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// Two hogs on two CPUs at the same times: the time is observed once, and a
+// pause of the machine that both see is one pause seen twice. A wait of one
+// of them is still covered by the other.
+func TestPauseDetectorTwoHogs(t *testing.T) {
+	const ms = 1_000_000
+	var node nodePage
+	t0 := int64(5_000_000_000)
+	a, b := newFakeHog(&node, t0), newFakeHog(&node, t0)
+	step := func(f func(h *fakeHog)) { f(a); f(b) }
+	// 100 ms both running, interleaved in 1 ms pieces.
+	for i := 0; i < 100; i++ {
+		step(func(h *fakeHog) { h.run(ms) })
+	}
+	step(func(h *fakeHog) { h.stopped(30 * ms) })
+	a.wait(50 * ms) // a preempted, b runs
+	for i := 0; i < 50; i++ {
+		b.run(ms)
+	}
+	for i := 0; i < 50; i++ {
+		step(func(h *fakeHog) { h.run(ms) })
+	}
+	total := a.wall - t0 // 230 ms of wall time, all of it covered by one of them
+	// The last stretch is marked at the next CPU-clock read (the window's
+	// start has the same lag, so in a window it cancels).
+	got := node.covered * BucketNs
+	if d := got - total; d < -checkEveryNs-BucketNs || d > 2*BucketNs {
+		t.Errorf("observed %d ns, want %d (- 1 ms, + 2 buckets): each moment once", got, total)
+	}
+	ra, _ := pausesSince(&a.s, pauseSnap{}, readPauseSnap(&a.s))
+	rb, _ := pausesSince(&b.s, pauseSnap{}, readPauseSnap(&b.s))
+	ps := mergePauses(append(ra, rb...))
+	if len(ps) != 1 || ps[0].Seen != 2 || abs(ps[0].LengthNs-30*ms) > 2*stepNs {
+		t.Errorf("pauses %+v, want one of 30 ms seen by 2", ps)
+	}
+
+	// One hog alone, waiting half the time: observed is the half it ran.
+	var n2 nodePage
+	c := newFakeHog(&n2, t0)
+	for i := 0; i < 100; i++ {
+		c.run(3 * ms)
+		c.wait(3 * ms)
+	}
+	want := int64(300 * ms)
+	if got := n2.covered * BucketNs; got < want-checkEveryNs || got > want+100*2*BucketNs {
+		t.Errorf("one hog running half of 600 ms: observed %d ns, want %d (+ at most 2 buckets per stretch)", got, want)
+	}
+}
+
+// A log that wraps keeps the newest pauseLogLen and counts the rest lost.
+func TestPauseLogWraps(t *testing.T) {
+	var s slot
+	d := pauseDet{s: &s}
+	for i := int64(0); i < pauseLogLen+7; i++ {
+		d.logPause(i*1e9, 6e6, 6e6)
+	}
+	recs, lost := pausesSince(&s, pauseSnap{}, readPauseSnap(&s))
+	if lost != 7 || len(recs) != pauseLogLen || recs[0].start != 7e9 {
+		t.Errorf("lost %d, %d records from %d; want 7 lost, %d records from 7e9", lost, len(recs), recs[0].start, pauseLogLen)
+	}
+}
+
+// A Hog pinned to CPU 0 that a SCHED_FIFO spinner on the same CPU keeps off
+// it for stretches of 20-50 ms sees each stretch as a gap in its loop, and
+// none as a host pause: it is not charged while it waits. A detector that
+// took every gap for a pause fails here. (A real host pause during a stretch
+// is charged to the spinner, so the hog cannot see it either.)
+func TestHogPreemptedIsNoPause(t *testing.T) {
+	requireRoot(t)
+	if runtime.NumCPU() < 2 {
+		t.Skip("needs 2 CPUs: the spinner takes CPU 0 for 20-50 ms at a time")
+	}
+	s := startSet(t, Spec{Tasks: []Task{{Group: "hog", Pattern: v1alpha1.Pattern{Type: v1alpha1.PatternHog}, Peer: -1, CPUs: []int32{0}}}})
+	time.Sleep(200 * time.Millisecond)
+	if err := s.Begin(); err != nil {
+		t.Fatal(err)
+	}
+	type stretch struct{ from, to int64 }
+	const n = 40
+	done := make(chan []stretch)
+	errc := make(chan error, 1)
+	go func() {
+		// The thread ends with the goroutine (locked, never unlocked), and
+		// its policy and affinity with it.
+		runtime.LockOSThread()
+		var set unix.CPUSet
+		set.Set(0)
+		if err := unix.SchedSetaffinity(0, &set); err != nil {
+			errc <- err
+			done <- nil
+			return
+		}
+		if err := unix.SchedSetAttr(0, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_FIFO, Priority: 10}, 0); err != nil {
+			errc <- fmt.Errorf("SCHED_FIFO: %w", err)
+			done <- nil
+			return
+		}
+		var out []stretch
+		for i := 0; i < n; i++ {
+			l := int64(20+i%4*10) * 1e6 // 20, 30, 40, 50 ms
+			from := monoNs()
+			for monoNs()-from < l {
+			}
+			out = append(out, stretch{from, monoNs()})
+			time.Sleep(60 * time.Millisecond)
+		}
+		done <- out
+	}()
+	st := <-done
+	select {
+	case err := <-errc:
+		t.Fatal(err)
+	default:
+	}
+	w, err := s.End()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hp := w.Pauses
+	if hp == nil {
+		t.Fatal("a window with a Hog reported nothing observed")
+	}
+	var spun int64
+	for _, x := range st {
+		spun += x.to - x.from
+	}
+	t.Logf("window %v; spinner on CPU 0 for %d stretches, %.0f ms in all; hog observed %.0f ms, off-CPU gaps %d, short stalls %d, pauses %+v",
+		w.Duration, len(st), float64(spun)/1e6, float64(hp.ObservedNs)/1e6, hp.OffGaps, hp.ShortStalls, hp.Pauses)
+	if hp.OffGaps < n {
+		t.Errorf("the hog saw %d gaps of %v or more in which it was not charged; the spinner took its CPU %d times", hp.OffGaps, time.Duration(PauseMinNs), n)
+	}
+	for _, p := range hp.Pauses {
+		for _, x := range st {
+			if p.StartNs < x.to+1e6 && p.StartNs+p.LengthNs > x.from-1e6 {
+				t.Errorf("pause %+v counted during the spinner's stretch %.1f..%.1f ms into it: the hog was preempted, not paused", p, float64(x.from-st[0].from)/1e6, float64(x.to-st[0].from)/1e6)
+			}
+		}
+	}
+	// The hog was off its CPU while the spinner ran, and it was the only
+	// hog: the time observed is at most the window less the stretches.
+	if max := w.Duration.Nanoseconds() - spun + 2*checkEveryNs; hp.ObservedNs > max {
+		t.Errorf("observed %.1f ms, more than the window less the spinner's stretches (%.1f ms)", float64(hp.ObservedNs)/1e6, float64(max)/1e6)
+	}
+}
+
+func monoNs() int64 {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return ts.Nano()
+}
