@@ -54,8 +54,8 @@ type proc struct {
 	slotAt slotSnap
 	// pauseAt is a Hog's pause detector counters at Begin.
 	pauseAt pauseSnap
-	placed Placement
-	leader *proc // for a session's task
+	placed  Placement
+	leader  *proc // for a session's task
 }
 
 func (p *proc) send(m msg) error {
