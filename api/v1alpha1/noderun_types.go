@@ -327,6 +327,68 @@ type WindowResult struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=16
 	Groups []GroupMeasurement `json:"groups,omitempty"`
+	// hostPauses is what the window's Hog workers saw of the node's host
+	// pauses: the whole virtual machine stopped while a hog was current,
+	// charged to it as CPU time. Absent when no Hog ran in the window:
+	// nothing was observed (which is not the same as no pause seen).
+	// +optional
+	HostPauses *HostPauseMeasurement `json:"hostPauses,omitempty"`
+}
+
+// HostPauseMeasurement is what a window's Hog workers saw of host pauses.
+// Each hog reads CLOCK_MONOTONIC as it spins and its own CPU clock about
+// once a millisecond: a gap of 5 ms or more in its loop over which its CPU
+// time advanced by about the gap is a pause (a gap without CPU time is a
+// preemption). Pauses that several hogs saw at overlapping times count once.
+// +kubebuilder:validation:XValidation:rule="!has(self.lengthsNs) || size(self.lengthsNs) <= self.count",message="lengthsNs cannot list more pauses than count"
+type HostPauseMeasurement struct {
+	// hogs is how many Hog tasks watched.
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=512
+	Hogs int32 `json:"hogs"`
+	// observedNs is the wall time during which at least one hog was current
+	// on a CPU (counted once across hogs): the time in which a pause could
+	// be seen.
+	// +required
+	// +kubebuilder:validation:Minimum=0
+	ObservedNs int64 `json:"observedNs"`
+	// count of pauses seen in the observed time.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=10000000
+	Count int32 `json:"count,omitempty"`
+	// lengthsNs are the pauses' lengths (CPU time charged over the gap), in
+	// the order seen; the first 64 when there were more.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:Minimum=1
+	LengthsNs []int64 `json:"lengthsNs,omitempty"`
+	// quantilesNs are the lengths of all the window's pauses at the
+	// simulator's quantile levels (5, 25, 50, 75, 90, 95, 99 %); absent
+	// without pauses.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=7
+	// +kubebuilder:validation:MaxItems=7
+	QuantilesNs []int64 `json:"quantilesNs,omitempty"`
+	// seenByMore counts the pauses that more than one hog saw (the whole
+	// machine stopped, not one vCPU).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	SeenByMore int32 `json:"seenByMore,omitempty"`
+	// offCPUGaps counts gaps of 5 ms or more in a hog's loop in which it was
+	// not charged: preemptions, not pauses (summed over hogs).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	OffCPUGaps int64 `json:"offCPUGaps,omitempty"`
+	// shortStalls counts charged stalls of 1 to 5 ms (summed over hogs):
+	// too short to tell a pause from an interrupt's soft-interrupt work on
+	// this kernel, so not counted as pauses.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	ShortStalls int64 `json:"shortStalls,omitempty"`
 }
 
 // KnobRecord is the restore record of one knob.

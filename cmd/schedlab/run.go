@@ -137,6 +137,7 @@ func run(ctx context.Context, stdout, stderr io.Writer, f *runFlags, args []stri
 	predErr := ""
 	popts, perr := runPredictOptions(f)
 	var preds []experiment.Prediction
+	var pauses *experiment.HostPauses
 	if perr == nil {
 		if cal := st.Calibration; cal != nil {
 			k := cal.Constants
@@ -168,6 +169,8 @@ func run(ctx context.Context, stdout, stderr io.Writer, f *runFlags, args []stri
 		if cal != nil {
 			fmt.Fprintf(stderr, "predictions count %.1f%% of the CPUs as taken by other processes (the windows' mean, beyond those threads)\n", 100*cal.BackgroundLoad)
 		}
+		cal, pauses = experiment.WithWindowPauses(cal, st.Windows)
+		printHostPauses(stderr, pauses)
 		shape, popts = experiment.WithNodeCalibration(shape, cal, popts)
 		preds, perr = experiment.Predict(spec, []v1alpha1.NodeShape{shape}, popts)
 	}
@@ -178,6 +181,7 @@ func run(ctx context.Context, stdout, stderr io.Writer, f *runFlags, args []stri
 	}
 	rep := experiment.MeasuredReport(spec, shape, caps, results, predErr)
 	rep.Experiment = exp.Name
+	rep.HostPauses = pauses
 	if f.out != outputTable {
 		if err := printStructured(stdout, f.out, rep); err != nil {
 			return err
@@ -277,6 +281,9 @@ func summarize(w io.Writer, st *v1alpha1.NodeRunStatus) {
 		if win.Perturbed {
 			fmt.Fprintf(w, "variant %s, repetition %d: perturbed by its own workers (after %d attempts): %s\n", win.Variant, win.Repetition, win.Attempts, win.PerturbedReason)
 		}
+		if win.Unsupported == "" {
+			fmt.Fprintf(w, "variant %s, repetition %d: host pauses: %s\n", win.Variant, win.Repetition, formatWindowPauses(win.HostPauses))
+		}
 	}
 	bad := 0
 	for _, r := range st.Knobs {
@@ -290,6 +297,62 @@ func summarize(w io.Writer, st *v1alpha1.NodeRunStatus) {
 	default:
 		fmt.Fprintf(w, "%s: this machine is NOT fully restored (%d of %d changes): %s\n", st.Phase, bad, len(st.Knobs), st.Message)
 		printRecords(w, st.Knobs)
+	}
+}
+
+// formatWindowPauses says what one window's hogs saw of host pauses.
+func formatWindowPauses(hp *v1alpha1.HostPauseMeasurement) string {
+	if hp == nil {
+		return "not observed (no Hog ran in this window)"
+	}
+	s := fmt.Sprintf("%d in %.1f s observed by %d hogs", hp.Count, float64(hp.ObservedNs)/1e9, hp.Hogs)
+	if len(hp.LengthsNs) > 0 {
+		ls := make([]string, len(hp.LengthsNs))
+		for i, l := range hp.LengthsNs {
+			ls[i] = fmt.Sprintf("%.1f", float64(l)/1e6)
+		}
+		s += fmt.Sprintf(", lengths %s ms", strings.Join(ls, " "))
+		if int(hp.Count) > len(hp.LengthsNs) {
+			s += " …"
+		}
+	}
+	if hp.SeenByMore > 0 {
+		s += fmt.Sprintf(", %d seen by more than one hog", hp.SeenByMore)
+	}
+	return s + fmt.Sprintf(" (and %d gaps of 5 ms or more that were preemptions, %d charged stalls of 1-5 ms)", hp.OffCPUGaps, hp.ShortStalls)
+}
+
+// printHostPauses says what the run measured of host pauses and what the
+// prediction uses.
+func printHostPauses(w io.Writer, hp *experiment.HostPauses) {
+	if hp == nil {
+		return
+	}
+	ms := func(q []int64) string {
+		s := make([]string, len(q))
+		for i, v := range q {
+			s[i] = fmt.Sprintf("%.1f", float64(v)/1e6)
+		}
+		return strings.Join(s, " ")
+	}
+	seen := "host pauses: not observed (no window ran a Hog, the only pattern that watches for them)"
+	if hp.Windows > 0 {
+		seen = fmt.Sprintf("host pauses: %d in %.1f s observed (%d of %d windows had a Hog), %.0f per hour", hp.Count, float64(hp.ObservedNs)/1e9, hp.Windows, hp.WindowsRun, hp.PerHour)
+		if len(hp.QuantilesNs) > 0 {
+			seen += ", lengths p5..p99 " + ms(hp.QuantilesNs) + " ms"
+		}
+	}
+	switch hp.Prediction {
+	case experiment.PausesSet:
+		fmt.Fprintf(w, "%s; predictions use the pauses the calibration sets instead: %d per hour, p5..p99 %s ms\n", seen, hp.SetPerHour, ms(hp.SetQuantilesNs))
+	case experiment.PausesMeasured:
+		if hp.Count > 0 {
+			fmt.Fprintf(w, "%s; predictions use them\n", seen)
+		} else {
+			fmt.Fprintf(w, "%s; predictions have none\n", seen)
+		}
+	default:
+		fmt.Fprintf(w, "%s; predictions have none\n", seen)
 	}
 }
 

@@ -88,3 +88,47 @@ func mustRead(t *testing.T, file string) []byte {
 	}
 	return b
 }
+
+// A replayed run whose windows measured host pauses is predicted with them,
+// and says so; a run whose windows ran no Hog says that nothing was
+// observed.
+func TestRunReplayHostPauses(t *testing.T) {
+	sample := filepath.Join("..", "..", "config", "samples", "weights-100-200-400.yaml")
+	stored := filepath.Join("testdata", "weights-noderun.json")
+	r := runCLI(t, "run", "--replay", stored, "-f", sample, "-o", "json")
+	if r.code != 0 {
+		t.Fatalf("replay failed: %v", r)
+	}
+	if !strings.Contains(r.stderr, "host pauses: not observed") {
+		t.Errorf("a run without pause figures does not say nothing was observed:\n%s", r.stderr)
+	}
+
+	var st v1alpha1.NodeRunStatus
+	if err := json.Unmarshal(mustRead(t, stored), &st); err != nil {
+		t.Fatal(err)
+	}
+	for i := range st.Windows {
+		st.Windows[i].HostPauses = &v1alpha1.HostPauseMeasurement{Hogs: 3, ObservedNs: 4e9, Count: 1, LengthsNs: []int64{12e6 + int64(i)*1e6}, QuantilesNs: []int64{12e6, 12e6, 12e6, 12e6, 12e6, 12e6, 12e6}}
+	}
+	b, err := json.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withPauses := writeFile(t, "noderun.json", string(b))
+	r = runCLI(t, "run", "--replay", withPauses, "-f", sample, "-o", "json")
+	if r.code != 0 {
+		t.Fatalf("replay failed: %v", r)
+	}
+	var rep experiment.Report
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, r.stdout)
+	}
+	n := len(st.Windows)
+	hp := rep.HostPauses
+	if hp == nil || hp.Prediction != experiment.PausesMeasured || hp.Count != int64(n) || hp.ObservedNs != int64(n)*4e9 || math.Abs(hp.PerHour-900) > 1e-6 {
+		t.Fatalf("report's host pauses %+v, want %d in %d × 4 s (900 per hour), used by the prediction", hp, n, n)
+	}
+	if !strings.Contains(r.stderr, "900 per hour") || !strings.Contains(r.stderr, "predictions use them") {
+		t.Errorf("the pauses the prediction uses are not shown:\n%s", r.stderr)
+	}
+}

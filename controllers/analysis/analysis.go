@@ -56,7 +56,11 @@ func (a Analyzer) Analyze(ctx context.Context, in controllers.AnalyzeInput) (*co
 		if st.Capabilities != nil {
 			cpus = st.Capabilities.CPUs
 		}
-		if c := experiment.WithWindowNoise(st.Calibration, st.Windows, cpus); c != nil {
+		// The host pauses its windows' hogs saw are its pauses
+		// (experiment.WithWindowPauses).
+		c := experiment.WithWindowNoise(st.Calibration, st.Windows, cpus)
+		c, _ = experiment.WithWindowPauses(c, st.Windows)
+		if c != nil {
 			name := nodeShapes[runs[i].Spec.NodeName]
 			if name == "" {
 				name = nodeShape(&runs[i], shapes)

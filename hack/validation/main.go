@@ -46,8 +46,9 @@ type options struct {
 	runs     bool
 	medians  bool
 	summary  bool
-	// pauses, when set, replaces the host pauses of every run's
-	// calibration window (which measures none) before the replay.
+	// pauses, when set, is written into every run's calibration window
+	// before the replay, where it takes the place of the pauses the run's
+	// Hog windows measured (schedlab run --replay uses those otherwise).
 	pauses *v1alpha1.NodeConstants
 }
 
@@ -62,7 +63,7 @@ func main() {
 	flag.BoolVar(&o.runs, "runs", false, "also print the runs table (times, load, others' CPUs, noise sources, timer path, re-run windows)")
 	flag.BoolVar(&o.medians, "medians", false, "also print the latency rows' medians and ranges of p50 and p99")
 	flag.BoolVar(&o.summary, "summary", false, "also print a summary of the runs (count, times, load, noise)")
-	flag.StringVar(&pauses, "host-pauses", "", "replay with these host pauses: PER_HOUR:P5,P25,P50,P75,P90,P95,P99 (pause lengths in ns at those levels), written into each run's calibration constants (the stored runs measured none); use its own -cache")
+	flag.StringVar(&pauses, "host-pauses", "", "replay with these host pauses: PER_HOUR:P5,P25,P50,P75,P90,P95,P99 (pause lengths in ns at those levels), written into each run's calibration constants, where they take the place of the pauses the run measured (runs before the agent measured them have none: windows with a Hog record them); use its own -cache")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: go run ./hack/validation [flags] RUNS-DIR\n\n")
 		flag.PrintDefaults()

@@ -671,6 +671,9 @@ func MedianCalibration(cals []*v1alpha1.NodeCalibration) *v1alpha1.NodeCalibrati
 			WakeupCPUNs:   medNs(func(k *v1alpha1.NodeConstants) int64 { return k.WakeupCPUNs }),
 			TimerArmCPUNs: medNs(func(k *v1alpha1.NodeConstants) int64 { return k.TimerArmCPUNs }),
 			ColdWakeNs:    medNs(func(k *v1alpha1.NodeConstants) int64 { return k.ColdWakeNs }),
+			// Over the nodes with pauses (a node that saw none has none
+			// here, like a node that observed nothing).
+			HostPausesPerHour: medNs(func(k *v1alpha1.NodeConstants) int64 { return k.HostPausesPerHour }),
 		},
 		TimerLatenessNs: int64(math.Round(med(func(c *v1alpha1.NodeCalibration) float64 { return float64(c.TimerLatenessNs) }))),
 		NoiseCPU:        med(func(c *v1alpha1.NodeCalibration) float64 { return c.NoiseCPU }),
@@ -710,6 +713,9 @@ func MedianCalibration(cals []*v1alpha1.NodeCalibration) *v1alpha1.NodeCalibrati
 	k.WakeupQuantilesNs = medQ(func(k *v1alpha1.NodeConstants) []int64 { return k.WakeupQuantilesNs })
 	k.IdleExitQuantilesNs = medQ(func(k *v1alpha1.NodeConstants) []int64 { return k.IdleExitQuantilesNs })
 	k.CtxSwitchQuantilesNs = medQ(func(k *v1alpha1.NodeConstants) []int64 { return k.CtxSwitchQuantilesNs })
+	if k.HostPausesPerHour > 0 {
+		k.HostPauseQuantilesNs = medQ(func(k *v1alpha1.NodeConstants) []int64 { return k.HostPauseQuantilesNs })
+	}
 	for _, c := range cs {
 		out.Samples += c.Samples
 	}

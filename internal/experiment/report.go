@@ -25,6 +25,9 @@ type Report struct {
 	Spec       *v1alpha1.SchedExperimentSpec `json:"spec,omitempty"`
 	// Recommendation is the significantly better variant, if any.
 	Recommendation *v1alpha1.Recommendation `json:"recommendation,omitempty"`
+	// HostPauses is what a measured run saw of its node's host pauses and
+	// what its predictions used; absent for predictions alone.
+	HostPauses *HostPauses `json:"hostPauses,omitempty"`
 }
 
 // NodeReport is the node shape a variant's predictions are for.

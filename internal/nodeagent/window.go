@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -96,6 +97,7 @@ func (r *runner) measure(ctx context.Context, v *v1alpha1.Variant, rep int, sett
 		res.Groups, res.NoiseCPU, res.NoiseSources = m.groups, m.noise, m.sources
 		res.Noisy = m.noise > r.opts.NoiseThreshold
 		res.Perturbed, res.PerturbedReason = m.perturbed != "", m.perturbed
+		res.HostPauses = m.pauses
 		if !res.Noisy && !res.Perturbed {
 			return nil
 		}
@@ -259,6 +261,7 @@ type measured struct {
 	noise     float64                // CPUs used by everything but the workload
 	sources   []v1alpha1.NoiseSource // who used them (noiseSources)
 	perturbed string                 // which groups' workers broke their invariants, and how ("" if none did)
+	pauses    *v1alpha1.HostPauseMeasurement
 }
 
 // metrics turns a window into per-group metrics: group CPU from cgroup
@@ -320,7 +323,38 @@ func (r *runner) metrics(win *workload.Window, replicas []host.Replica, before, 
 		cgv, mount = r.caps.CgroupVersion, r.caps.CgroupCPUPath
 	}
 	describeNoise(r.fsys, r.fsys.Abs("/proc"), cgv, mount, srcs)
-	return measured{groups: out, noise: noise, sources: srcs, perturbed: why}
+	return measured{groups: out, noise: noise, sources: srcs, perturbed: why, pauses: hostPauses(win.Pauses)}
+}
+
+// pauseLevels are the simulator's quantile levels (simengine.QuantileLevels,
+// which this package does not import; a test holds them equal).
+var pauseLevels = [...]float64{0.05, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99}
+
+// hostPauses is the window's host pauses as the API reports them; nil when
+// no Hog watched.
+func hostPauses(h *workload.HostPauses) *v1alpha1.HostPauseMeasurement {
+	if h == nil || h.Hogs == 0 {
+		return nil
+	}
+	out := &v1alpha1.HostPauseMeasurement{Hogs: int32(min(h.Hogs, 512)), ObservedNs: max(h.ObservedNs, 0),
+		Count: int32(min(h.Count(), 10_000_000)), OffCPUGaps: h.OffGaps, ShortStalls: h.ShortStalls}
+	lengths := make([]int64, 0, len(h.Pauses))
+	for _, p := range h.Pauses {
+		lengths = append(lengths, p.LengthNs)
+		if p.Seen > 1 {
+			out.SeenByMore++
+		}
+	}
+	if len(lengths) > 0 {
+		out.LengthsNs = append([]int64(nil), lengths[:min(len(lengths), 64)]...)
+		sorted := slices.Clone(lengths)
+		slices.Sort(sorted)
+		out.QuantilesNs = make([]int64, len(pauseLevels))
+		for i, l := range pauseLevels {
+			out.QuantilesNs[i] = sorted[min(int(l*float64(len(sorted))), len(sorted)-1)]
+		}
+	}
+	return out
 }
 
 // tasks lays the workload out as worker processes: every replica's tasks

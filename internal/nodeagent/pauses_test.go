@@ -1,0 +1,33 @@
+package nodeagent
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/schedlab/schedlab/api/v1alpha1"
+	"github.com/schedlab/schedlab/internal/nodeagent/workload"
+	"github.com/schedlab/schedlab/internal/simengine"
+)
+
+func TestPauseLevelsAreTheSimulators(t *testing.T) {
+	if !cmp.Equal(pauseLevels[:], simengine.QuantileLevels[:]) {
+		t.Errorf("pauseLevels %v, simengine.QuantileLevels %v", pauseLevels, simengine.QuantileLevels)
+	}
+}
+
+func TestHostPausesReported(t *testing.T) {
+	if hostPauses(nil) != nil {
+		t.Error("no Hog: something reported")
+	}
+	got := hostPauses(&workload.HostPauses{Hogs: 2, ObservedNs: 9e9, Lost: 1, OffGaps: 7, ShortStalls: 3,
+		Pauses: []workload.Pause{{StartNs: 1, LengthNs: 20e6, Seen: 2}, {StartNs: 5, LengthNs: 6e6, Seen: 1}}})
+	want := &v1alpha1.HostPauseMeasurement{Hogs: 2, ObservedNs: 9e9, Count: 3, LengthsNs: []int64{20e6, 6e6},
+		QuantilesNs: []int64{6e6, 6e6, 20e6, 20e6, 20e6, 20e6, 20e6}, SeenByMore: 1, OffCPUGaps: 7, ShortStalls: 3}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if got := hostPauses(&workload.HostPauses{Hogs: 1, ObservedNs: 2e9}); got == nil || got.Count != 0 || got.LengthsNs != nil || got.QuantilesNs != nil {
+		t.Errorf("observed, none seen: %+v", got)
+	}
+}
