@@ -383,12 +383,22 @@ type HostPauseMeasurement struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	OffCPUGaps int64 `json:"offCPUGaps,omitempty"`
-	// shortStalls counts charged stalls of 1 to 5 ms (summed over hogs):
-	// too short to tell a pause from an interrupt's soft-interrupt work on
-	// this kernel, so not counted as pauses.
+	// shortStalls counts charged stalls of 1 to 5 ms (merged across hogs
+	// like pauses): a hog alone cannot tell them from interrupt work, so
+	// they are not counted as pauses.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	ShortStalls int64 `json:"shortStalls,omitempty"`
+	// shortStallsSeenByMore counts the short stalls that more than one hog
+	// saw at once: the machine's, not one CPU's interrupts.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	ShortStallsSeenByMore int64 `json:"shortStallsSeenByMore,omitempty"`
+	// lostStalls counts stalls a hog logged but the window's end could not
+	// read any more (its log is a ring): in neither count.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	LostStalls int64 `json:"lostStalls,omitempty"`
 }
 
 // KnobRecord is the restore record of one knob.

@@ -319,7 +319,11 @@ func formatWindowPauses(hp *v1alpha1.HostPauseMeasurement) string {
 	if hp.SeenByMore > 0 {
 		s += fmt.Sprintf(", %d seen by more than one hog", hp.SeenByMore)
 	}
-	return s + fmt.Sprintf(" (and %d gaps of 5 ms or more that were preemptions, %d charged stalls of 1-5 ms)", hp.OffCPUGaps, hp.ShortStalls)
+	s += fmt.Sprintf(" (and %d gaps of 5 ms or more that were preemptions; %d charged stalls of 1-5 ms, not counted, %d of them seen by more than one hog", hp.OffCPUGaps, hp.ShortStalls, hp.ShortStallsSeenByMore)
+	if hp.LostStalls > 0 {
+		s += fmt.Sprintf("; %d stalls lost from a full log", hp.LostStalls)
+	}
+	return s + ")"
 }
 
 // printHostPauses says what the run measured of host pauses and what the

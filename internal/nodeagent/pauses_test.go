@@ -20,10 +20,11 @@ func TestHostPausesReported(t *testing.T) {
 	if hostPauses(nil) != nil {
 		t.Error("no Hog: something reported")
 	}
-	got := hostPauses(&workload.HostPauses{Hogs: 2, ObservedNs: 9e9, Lost: 1, OffGaps: 7, ShortStalls: 3,
-		Pauses: []workload.Pause{{StartNs: 1, LengthNs: 20e6, Seen: 2}, {StartNs: 5, LengthNs: 6e6, Seen: 1}}})
-	want := &v1alpha1.HostPauseMeasurement{Hogs: 2, ObservedNs: 9e9, Count: 3, LengthsNs: []int64{20e6, 6e6},
-		QuantilesNs: []int64{6e6, 6e6, 20e6, 20e6, 20e6, 20e6, 20e6}, SeenByMore: 1, OffCPUGaps: 7, ShortStalls: 3}
+	got := hostPauses(&workload.HostPauses{Hogs: 2, ObservedNs: 9e9, Lost: 1, OffGaps: 7,
+		ShortStalls: []workload.Pause{{StartNs: 3, LengthNs: 2e6, Seen: 2}, {StartNs: 4, LengthNs: 3e6, Seen: 1}, {StartNs: 6, LengthNs: 1e6, Seen: 1}},
+		Pauses:      []workload.Pause{{StartNs: 1, LengthNs: 20e6, Seen: 2}, {StartNs: 5, LengthNs: 6e6, Seen: 1}}})
+	want := &v1alpha1.HostPauseMeasurement{Hogs: 2, ObservedNs: 9e9, Count: 2, LengthsNs: []int64{20e6, 6e6},
+		QuantilesNs: []int64{6e6, 6e6, 20e6, 20e6, 20e6, 20e6, 20e6}, SeenByMore: 1, OffCPUGaps: 7, ShortStalls: 3, ShortStallsSeenByMore: 1, LostStalls: 1}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}

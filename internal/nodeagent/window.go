@@ -337,7 +337,12 @@ func hostPauses(h *workload.HostPauses) *v1alpha1.HostPauseMeasurement {
 		return nil
 	}
 	out := &v1alpha1.HostPauseMeasurement{Hogs: int32(min(h.Hogs, 512)), ObservedNs: max(h.ObservedNs, 0),
-		Count: int32(min(h.Count(), 10_000_000)), OffCPUGaps: h.OffGaps, ShortStalls: h.ShortStalls}
+		Count: int32(min(h.Count(), 10_000_000)), OffCPUGaps: h.OffGaps, ShortStalls: int64(len(h.ShortStalls)), LostStalls: h.Lost}
+	for _, p := range h.ShortStalls {
+		if p.Seen > 1 {
+			out.ShortStallsSeenByMore++
+		}
+	}
 	lengths := make([]int64, 0, len(h.Pauses))
 	for _, p := range h.Pauses {
 		lengths = append(lengths, p.LengthNs)

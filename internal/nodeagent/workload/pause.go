@@ -11,19 +11,20 @@ type HostPauses struct {
 	// current on a CPU, counted once however many were: the time in which
 	// a pause could be seen.
 	ObservedNs int64
-	// Pauses are the pauses seen, in time order, those of several hogs at
-	// overlapping times merged into one.
+	// Pauses are the pauses seen (stalls of PauseMinNs or more), in time
+	// order, those of several hogs at overlapping times merged into one.
 	Pauses []Pause
-	// Lost counts pauses logged but overwritten in a hog's log before the
-	// window's end read them (their lengths are unknown; they are not in
-	// Pauses).
+	// Lost counts stalls logged but overwritten in a hog's log before the
+	// window's end read them (of unknown length: in neither Pauses nor
+	// ShortStalls).
 	Lost int64
 	// OffGaps counts gaps of PauseMinNs or more in a hog's loop during
 	// which it was not charged (preempted, not paused), over every hog.
 	OffGaps int64
-	// ShortStalls counts charged stalls of 1 ms up to PauseMinNs, over every
-	// hog (neither counted as pauses nor merged).
-	ShortStalls int64
+	// ShortStalls are the charged stalls of 1 ms up to PauseMinNs (merged
+	// like pauses): not counted as pauses, since with one hog they cannot
+	// be told from interrupt work (pause_linux.go).
+	ShortStalls []Pause
 }
 
 // Pause is one host pause.
@@ -58,12 +59,25 @@ func mergePauses(recs []pauseRecord) []Pause {
 	return out
 }
 
-// Count is how many pauses were seen, those lost from a log included.
+// splitStalls divides merged stalls into pauses (PauseMinNs or more) and
+// short stalls.
+func splitStalls(all []Pause) (pauses, short []Pause) {
+	for _, p := range all {
+		if p.LengthNs >= PauseMinNs {
+			pauses = append(pauses, p)
+		} else {
+			short = append(short, p)
+		}
+	}
+	return pauses, short
+}
+
+// Count is how many pauses were seen.
 func (h *HostPauses) Count() int64 {
 	if h == nil {
 		return 0
 	}
-	return int64(len(h.Pauses)) + h.Lost
+	return int64(len(h.Pauses))
 }
 
 // PerHour is the rate of pauses over the observed time (0 when nothing was

@@ -58,8 +58,10 @@ import (
 // it would show in /proc/interrupts and /proc/softirqs, and a kernel with
 // IRQ_TIME_ACCOUNTING subtracts it and shows a preemption instead. A
 // storm that lets the loop run now and then shows no gap at all. Charged
-// stalls of 1 ms up to pauseMinNs are counted apart (slotShortStalls),
-// without their lengths.
+// stalls of 1 ms up to PauseMinNs are logged too and reported apart (short
+// stalls), with how many of them two hogs saw at once: on two CPUs at once
+// they are the machine's, not one CPU's interrupts, but with one hog they
+// cannot be told apart.
 //
 // The error of the test: the CPU clock is read at most checkEveryNs before
 // a gap, and at once after any gap of gapCheckNs; between that read and the
@@ -97,14 +99,14 @@ const (
 	BucketNs = 1 << covShift
 )
 
-// Words of a task's slot used by the detector (after the histogram, which
-// ends at slotHist+shmHistLen = 3592).
+// Words of a Hog's slot used by the detector. A Hog records no latency, so
+// its log of stalls takes the histogram's words (the parent reads no
+// histogram from a Hog's slot).
 const (
-	slotPauses      = 3592 // pauses logged so far (records below)
-	slotOffGaps     = 3593 // gaps ≥ PauseMinNs with no CPU charged: preemptions
-	slotShortStalls = 3594 // charged stalls of shortStallNs..PauseMinNs
-	slotPauseLog    = 3600 // pauseLogLen records of 3 words: start (CLOCK_MONOTONIC), wall gap, CPU charged
-	pauseLogLen     = 160
+	slotPauses   = 3592     // stalls logged so far (records below)
+	slotOffGaps  = 3593     // gaps ≥ PauseMinNs with no CPU charged: preemptions
+	slotPauseLog = slotHist // pauseLogLen records of 3 words: start (CLOCK_MONOTONIC), wall gap, CPU charged
+	pauseLogLen  = shmHistLen / 3
 )
 
 // nodePage is the page every worker of a Set shares (the slot after the
@@ -152,12 +154,9 @@ func (d *pauseDet) check(now, cpu int64) {
 	if gap >= gapCheckNs {
 		charged := chargedOverGap(d.atWall, d.atCPU, d.last, cpu)
 		switch {
-		case charged >= PauseMinNs:
-			d.logPause(d.last, gap, min(charged, gap))
-			// Current through the pause; a wait after it is not covered.
-			d.mark(d.from, d.last+min(charged, gap))
 		case charged >= shortStallNs:
-			atomic.AddInt64(&d.s[slotShortStalls], 1)
+			d.logPause(d.last, gap, min(charged, gap))
+			// Current through the stall; a wait after it is not covered.
 			d.mark(d.from, d.last+min(charged, gap))
 		default:
 			if gap >= PauseMinNs {
@@ -249,17 +248,16 @@ func hogWatching(s *slot, node *nodePage) {
 // pauseRecord is one logged pause.
 type pauseRecord struct{ start, gap, charged int64 }
 
-// pauseSnap is one reading of a hog's detector counters, and the node page's.
+// pauseSnap is one reading of a hog's detector counters.
 type pauseSnap struct {
-	pauses, offGaps, shortStalls int64
+	pauses, offGaps int64
 }
 
 func readPauseSnap(s *slot) pauseSnap {
-	return pauseSnap{pauses: atomic.LoadInt64(&s[slotPauses]), offGaps: atomic.LoadInt64(&s[slotOffGaps]),
-		shortStalls: atomic.LoadInt64(&s[slotShortStalls])}
+	return pauseSnap{pauses: atomic.LoadInt64(&s[slotPauses]), offGaps: atomic.LoadInt64(&s[slotOffGaps])}
 }
 
-// pausesSince returns the pauses logged after o up to r (those still in the
+// pausesSince returns the stalls logged after o up to r (those still in the
 // ring) and how many were overwritten before they could be read.
 func pausesSince(s *slot, o, r pauseSnap) (recs []pauseRecord, lost int64) {
 	from := o.pauses

@@ -655,7 +655,7 @@ func (s *Set) End() (*Window, error) {
 			recs = append(recs, r...)
 			w.Pauses.Lost += lost
 			w.Pauses.OffGaps += ps.offGaps - p.pauseAt.offGaps
-			w.Pauses.ShortStalls += ps.shortStalls - p.pauseAt.shortStalls
+			hist = NewHistogram() // a Hog's histogram words hold its log
 		}
 		t := s.spec.Tasks[i]
 		w.Tasks[i] = TaskStats{Group: t.Group, Replica: t.Replica, Index: t.Index, PID: p.pid, Pattern: t.Pattern.Type, Window: own,
@@ -681,7 +681,7 @@ func (s *Set) End() (*Window, error) {
 	}
 	w.Duration = midpoint(t0).Sub(s.began)
 	if w.Pauses != nil {
-		w.Pauses.Pauses = mergePauses(recs)
+		w.Pauses.Pauses, w.Pauses.ShortStalls = splitStalls(mergePauses(recs))
 	}
 	return w, nil
 }
