@@ -339,7 +339,9 @@ type WindowResult struct {
 // Each hog reads CLOCK_MONOTONIC as it spins and its own CPU clock about
 // once a millisecond: a gap of 5 ms or more in its loop over which its CPU
 // time advanced by about the gap is a pause (a gap without CPU time is a
-// preemption). Pauses that several hogs saw at overlapping times count once.
+// preemption). Pauses that several hogs saw at overlapping times count once;
+// a stall that one hog saw while another hog ran is one vCPU's (vcpuStalls),
+// not a pause.
 // +kubebuilder:validation:XValidation:rule="!has(self.lengthsNs) || size(self.lengthsNs) <= self.count",message="lengthsNs cannot list more pauses than count"
 type HostPauseMeasurement struct {
 	// hogs is how many Hog tasks watched.
@@ -394,6 +396,15 @@ type HostPauseMeasurement struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	ShortStallsSeenByMore int64 `json:"shortStallsSeenByMore,omitempty"`
+	// vcpuStalls counts the stalls of 5 ms or more that one hog saw while
+	// another hog ran: its vCPU stopped, not the machine; not in count.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	VCPUStalls int32 `json:"vcpuStalls,omitempty"`
+	// vcpuStallLongestNs is the longest of them.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	VCPUStallLongestNs int64 `json:"vcpuStallLongestNs,omitempty"`
 	// lostStalls counts stalls a hog logged but the window's end could not
 	// read any more (its log is a ring): in neither count.
 	// +optional

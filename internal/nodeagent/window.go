@@ -343,6 +343,10 @@ func hostPauses(h *workload.HostPauses) *v1alpha1.HostPauseMeasurement {
 			out.ShortStallsSeenByMore++
 		}
 	}
+	out.VCPUStalls = int32(min(len(h.VCPUStalls), 10_000_000))
+	for _, p := range h.VCPUStalls {
+		out.VCPUStallLongestNs = max(out.VCPUStallLongestNs, p.LengthNs)
+	}
 	lengths := make([]int64, 0, len(h.Pauses))
 	for _, p := range h.Pauses {
 		lengths = append(lengths, p.LengthNs)

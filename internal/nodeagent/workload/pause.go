@@ -25,6 +25,9 @@ type HostPauses struct {
 	// like pauses): not counted as pauses, since with one hog they cannot
 	// be told from interrupt work (pause_linux.go).
 	ShortStalls []Pause
+	// VCPUStalls are the stalls of PauseMinNs or more that one hog saw
+	// while another ran: one vCPU stopped, not the machine.
+	VCPUStalls []Pause
 }
 
 // Pause is one host pause.
@@ -36,6 +39,10 @@ type Pause struct {
 	LengthNs int64
 	// Seen is how many hogs saw it.
 	Seen int
+	// OthersRan is how many other hogs showed that they ran during it (the
+	// most any record of it says): above 0 with Seen 1, one vCPU stopped,
+	// not the machine.
+	OthersRan int
 }
 
 // mergePauses turns the hogs' logged pauses into pauses: records whose gaps
@@ -50,26 +57,31 @@ func mergePauses(recs []pauseRecord) []Pause {
 			p := &out[len(out)-1]
 			p.LengthNs = max(p.LengthNs, r.charged)
 			p.Seen++
+			p.OthersRan = max(p.OthersRan, int(r.others))
 			end = max(end, r.start+r.gap)
 			continue
 		}
-		out = append(out, Pause{StartNs: r.start, LengthNs: r.charged, Seen: 1})
+		out = append(out, Pause{StartNs: r.start, LengthNs: r.charged, Seen: 1, OthersRan: int(r.others)})
 		end = r.start + r.gap
 	}
 	return out
 }
 
-// splitStalls divides merged stalls into pauses (PauseMinNs or more) and
-// short stalls.
-func splitStalls(all []Pause) (pauses, short []Pause) {
+// splitStalls divides merged stalls into pauses (PauseMinNs or more, seen by
+// every hog that was running or by two or more), one vCPU's stalls (seen by
+// one hog while another ran) and short stalls.
+func splitStalls(all []Pause) (pauses, vcpu, short []Pause) {
 	for _, p := range all {
-		if p.LengthNs >= PauseMinNs {
-			pauses = append(pauses, p)
-		} else {
+		switch {
+		case p.LengthNs < PauseMinNs:
 			short = append(short, p)
+		case p.Seen == 1 && p.OthersRan > 0:
+			vcpu = append(vcpu, p)
+		default:
+			pauses = append(pauses, p)
 		}
 	}
-	return pauses, short
+	return pauses, vcpu, short
 }
 
 // Count is how many pauses were seen.

@@ -70,8 +70,13 @@ import (
 // low by at most the waits shorter than gapCheckNs in the last millisecond
 // before it. A pause is
 // also counted when a vCPU alone is stopped by its host while the hog is on
-// it (the whole machine stops in a host pause; two hogs on two CPUs that
-// both see it make one pause, merged by time in MergePauses).
+// it, unless another hog shows that it ran meanwhile: every hog writes the
+// time of its last two CPU-clock reads into the shared page (beats), and a
+// hog that finds a stall from s to e counts the other hogs with a read in
+// (s, e), which they could not have made had the whole machine stopped.
+// Such a stall is one vCPU's (reported apart, not a pause). Two hogs that
+// both see a stall at overlapping times make one pause of the machine
+// (mergePauses).
 //
 // Time observed: a pause can be seen only while some hog is current on some
 // CPU. Each hog marks the stretches of wall time it was current (or stopped
@@ -105,8 +110,11 @@ const (
 const (
 	slotPauses   = 3592     // stalls logged so far (records below)
 	slotOffGaps  = 3593     // gaps ≥ PauseMinNs with no CPU charged: preemptions
-	slotPauseLog = slotHist // pauseLogLen records of 3 words: start (CLOCK_MONOTONIC), wall gap, CPU charged
-	pauseLogLen  = shmHistLen / 3
+	slotPauseLog = slotHist // pauseLogLen records of 4 words: start (CLOCK_MONOTONIC), wall gap, CPU charged, other hogs that ran meanwhile
+	pauseLogLen  = shmHistLen / 4
+	// beatMarginNs: another hog's read counts as made during a stall when
+	// it lies this far inside it.
+	beatMarginNs = 100_000
 )
 
 // nodePage is the page every worker of a Set shares (the slot after the
@@ -115,7 +123,10 @@ const (
 type nodePage struct {
 	covered int64
 	_       [7]int64
-	ring    [covRingLen]uint32
+	// beats[i] are the times of task i's last two CPU-clock reads (a Hog's;
+	// 0 for other tasks).
+	beats [MaxTasks][2]int64
+	ring  [covRingLen]uint32
 }
 
 var _ [slotBytes - int(unsafe.Sizeof(nodePage{}))]byte // fits a slot
@@ -124,6 +135,9 @@ var _ [slotBytes - int(unsafe.Sizeof(nodePage{}))]byte // fits a slot
 type pauseDet struct {
 	s    *slot
 	node *nodePage
+	// idx is this task's index, tasks the Set's number of tasks (beats
+	// 0..tasks-1).
+	idx, tasks int
 	// last is the previous CLOCK_MONOTONIC read; atWall and atCPU the wall
 	// and CPU clocks at the last CPU-clock read; from the start of the
 	// stretch of wall time not yet marked as covered.
@@ -155,7 +169,7 @@ func (d *pauseDet) check(now, cpu int64) {
 		charged := chargedOverGap(d.atWall, d.atCPU, d.last, cpu)
 		switch {
 		case charged >= shortStallNs:
-			d.logPause(d.last, gap, min(charged, gap))
+			d.logPause(d.last, gap, min(charged, gap), d.othersRan(d.last, now))
 			// Current through the stall; a wait after it is not covered.
 			d.mark(d.from, d.last+min(charged, gap))
 		default:
@@ -169,6 +183,33 @@ func (d *pauseDet) check(now, cpu int64) {
 	d.mark(d.from, now)
 	d.from = now
 	d.last, d.atWall, d.atCPU = now, now, cpu
+	if d.node != nil && d.idx < MaxTasks {
+		b := &d.node.beats[d.idx]
+		atomic.StoreInt64(&b[1], atomic.LoadInt64(&b[0]))
+		atomic.StoreInt64(&b[0], now)
+	}
+}
+
+// othersRan counts the other hogs that read their CPU clock within the
+// stall from s to e (beatMarginNs inside it): they ran while this vCPU did
+// not.
+//
+//go:nosplit
+func (d *pauseDet) othersRan(s, e int64) int64 {
+	if d.node == nil {
+		return 0
+	}
+	var n int64
+	for j := 0; j < d.tasks && j < MaxTasks; j++ {
+		if j == d.idx {
+			continue
+		}
+		b0, b1 := atomic.LoadInt64(&d.node.beats[j][0]), atomic.LoadInt64(&d.node.beats[j][1])
+		if (b0 > s+beatMarginNs && b0 < e-beatMarginNs) || (b1 > s+beatMarginNs && b1 < e-beatMarginNs) {
+			n++
+		}
+	}
+	return n
 }
 
 // chargedOverGap is the CPU time charged to the thread over a gap that
@@ -189,12 +230,13 @@ func chargedOverGap(atWall, atCPU, lastRead, cpu int64) int64 {
 // after the record is written, so a reader that sees the count sees it).
 //
 //go:nosplit
-func (d *pauseDet) logPause(start, gap, charged int64) {
+func (d *pauseDet) logPause(start, gap, charged, others int64) {
 	n := atomic.LoadInt64(&d.s[slotPauses])
-	w := slotPauseLog + int(n%pauseLogLen)*3
+	w := slotPauseLog + int(n%pauseLogLen)*4
 	atomic.StoreInt64(&d.s[w], start)
 	atomic.StoreInt64(&d.s[w+1], gap)
 	atomic.StoreInt64(&d.s[w+2], charged)
+	atomic.StoreInt64(&d.s[w+3], others)
 	atomic.AddInt64(&d.s[slotPauses], 1)
 }
 
@@ -226,9 +268,9 @@ func (d *pauseDet) mark(a, b int64) {
 // hogWatching spins forever like hog, watching for host pauses (see above).
 //
 //go:nosplit
-func hogWatching(s *slot, node *nodePage) {
+func hogWatching(s *slot, node *nodePage, idx, tasks int) {
 	var d pauseDet
-	d.s, d.node = s, node
+	d.s, d.node, d.idx, d.tasks = s, node, idx, tasks
 	d.start(nanotime(), threadCPU())
 	x := sink
 	for {
@@ -246,7 +288,7 @@ func hogWatching(s *slot, node *nodePage) {
 }
 
 // pauseRecord is one logged pause.
-type pauseRecord struct{ start, gap, charged int64 }
+type pauseRecord struct{ start, gap, charged, others int64 }
 
 // pauseSnap is one reading of a hog's detector counters.
 type pauseSnap struct {
@@ -266,8 +308,8 @@ func pausesSince(s *slot, o, r pauseSnap) (recs []pauseRecord, lost int64) {
 		from = r.pauses - pauseLogLen
 	}
 	for n := from; n < r.pauses; n++ {
-		w := slotPauseLog + int(n%pauseLogLen)*3
-		recs = append(recs, pauseRecord{atomic.LoadInt64(&s[w]), atomic.LoadInt64(&s[w+1]), atomic.LoadInt64(&s[w+2])})
+		w := slotPauseLog + int(n%pauseLogLen)*4
+		recs = append(recs, pauseRecord{atomic.LoadInt64(&s[w]), atomic.LoadInt64(&s[w+1]), atomic.LoadInt64(&s[w+2]), atomic.LoadInt64(&s[w+3])})
 	}
 	return recs, lost
 }

@@ -26,8 +26,13 @@ type fakeHog struct {
 const stepNs = 1_000
 
 func newFakeHog(node *nodePage, wall int64) *fakeHog {
+	return newFakeHogAt(node, wall, 0, 1)
+}
+
+// newFakeHogAt is task idx of a Set of tasks.
+func newFakeHogAt(node *nodePage, wall int64, idx, tasks int) *fakeHog {
 	h := &fakeHog{wall: wall}
-	h.d.s, h.d.node = &h.s, node
+	h.d.s, h.d.node, h.d.idx, h.d.tasks = &h.s, node, idx, tasks
 	h.d.start(h.wall, h.cpu)
 	return h
 }
@@ -62,7 +67,7 @@ func (h *fakeHog) stalls() []Pause {
 }
 
 func (h *fakeHog) pauses() []Pause {
-	p, _ := splitStalls(h.stalls())
+	p, _, _ := splitStalls(h.stalls())
 	return p
 }
 
@@ -130,7 +135,7 @@ func TestPauseDetectorClassifies(t *testing.T) {
 			if g := h.s[slotOffGaps]; g != tc.offGaps {
 				t.Errorf("off-CPU gaps %d, want %d", g, tc.offGaps)
 			}
-			_, short := splitStalls(h.stalls())
+			_, _, short := splitStalls(h.stalls())
 			if g := int64(len(short)); g != tc.shortStalls {
 				t.Errorf("short stalls %d, want %d", g, tc.shortStalls)
 			}
@@ -152,7 +157,7 @@ func TestPauseDetectorTwoHogs(t *testing.T) {
 	const ms = 1_000_000
 	var node nodePage
 	t0 := int64(5_000_000_000)
-	a, b := newFakeHog(&node, t0), newFakeHog(&node, t0)
+	a, b := newFakeHogAt(&node, t0, 0, 2), newFakeHogAt(&node, t0, 1, 2)
 	step := func(f func(h *fakeHog)) { f(a); f(b) }
 	// 100 ms both running, interleaved in 1 ms pieces.
 	for i := 0; i < 100; i++ {
@@ -193,15 +198,52 @@ func TestPauseDetectorTwoHogs(t *testing.T) {
 	}
 }
 
+// One vCPU stopped while the other ran: the hog on the stopped one sees a
+// charged stall, and the other hog's CPU-clock reads during it show that the
+// machine went on: a vCPU stall, not a pause. With the other hog preempted
+// (not reading), the stall counts as a pause: nothing shows otherwise.
+func TestPauseDetectorOneVCPU(t *testing.T) {
+	const ms = 1_000_000
+	for _, otherRuns := range []bool{true, false} {
+		var node nodePage
+		t0 := int64(7_000_000_000)
+		a, b := newFakeHogAt(&node, t0, 0, 2), newFakeHogAt(&node, t0, 1, 2)
+		for i := 0; i < 20; i++ {
+			a.run(ms)
+			b.run(ms)
+		}
+		a.stopped(20 * ms)
+		if otherRuns {
+			for i := 0; i < 20; i++ {
+				b.run(ms)
+			}
+		} else {
+			b.wait(20 * ms)
+		}
+		a.run(ms)
+		b.run(ms)
+		ra, _ := pausesSince(&a.s, pauseSnap{}, readPauseSnap(&a.s))
+		rb, _ := pausesSince(&b.s, pauseSnap{}, readPauseSnap(&b.s))
+		pauses, vcpu, short := splitStalls(mergePauses(append(ra, rb...)))
+		wantP, wantV := 0, 1
+		if !otherRuns {
+			wantP, wantV = 1, 0
+		}
+		if len(pauses) != wantP || len(vcpu) != wantV || len(short) != 0 {
+			t.Errorf("other hog running %v: pauses %+v, vCPU stalls %+v, short %+v; want %d pause(s), %d vCPU stall(s)", otherRuns, pauses, vcpu, short, wantP, wantV)
+		}
+	}
+}
+
 // A log that wraps keeps the newest pauseLogLen and counts the rest lost.
 func TestPauseLogWraps(t *testing.T) {
 	var s slot
 	d := pauseDet{s: &s}
 	for i := int64(0); i < pauseLogLen+7; i++ {
-		d.logPause(i*1e9, 6e6, 6e6)
+		d.logPause(i*1e9, 6e6, 6e6, 0)
 	}
 	recs, lost := pausesSince(&s, pauseSnap{}, readPauseSnap(&s))
-	if lost != 7 || len(recs) != pauseLogLen || recs[0].start != 7e9 {
+	if lost != 7 || len(recs) != pauseLogLen || recs[0].start != 7e9 || recs[len(recs)-1].start != (pauseLogLen+6)*1e9 {
 		t.Errorf("lost %d, %d records from %d; want 7 lost, %d records from 7e9", lost, len(recs), recs[0].start, pauseLogLen)
 	}
 }

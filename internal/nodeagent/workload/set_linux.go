@@ -681,7 +681,7 @@ func (s *Set) End() (*Window, error) {
 	}
 	w.Duration = midpoint(t0).Sub(s.began)
 	if w.Pauses != nil {
-		w.Pauses.Pauses, w.Pauses.ShortStalls = splitStalls(mergePauses(recs))
+		w.Pauses.Pauses, w.Pauses.VCPUStalls, w.Pauses.ShortStalls = splitStalls(mergePauses(recs))
 	}
 	return w, nil
 }

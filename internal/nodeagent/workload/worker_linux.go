@@ -273,7 +273,7 @@ func runTask(cfg workerConfig, c *ctrl) int {
 	}
 	l := loop{pattern: patternCode(cfg.Pattern), runNs: cfg.RunNs, periodNs: cfg.PeriodNs, intervalNs: cfg.IntervalNs, phaseNs: cfg.PhaseNs,
 		meanRunNs: cfg.MeanRunNs, meanSleepNs: cfg.MeanSleepNs, initiator: cfg.Initiator, rng: cfg.Seed ^ 0x9e3779b97f4a7c15,
-		srv: srv, node: node, watch: cfg.NodeSlot > 0 && !cfg.NoPauseWatch, sw: srvWorker{kind: cfg.ServiceKind, meanNs: cfg.ServiceMeanNs, mu: cfg.ServiceMu, sigma: cfg.ServiceSigma, rng: cfg.Seed ^ 0x2545f4914f6cdd1d}}
+		srv: srv, node: node, watch: cfg.NodeSlot > 0 && !cfg.NoPauseWatch, slot: cfg.Slot, tasks: cfg.NodeSlot, sw: srvWorker{kind: cfg.ServiceKind, meanNs: cfg.ServiceMeanNs, mu: cfg.ServiceMu, sigma: cfg.ServiceSigma, rng: cfg.Seed ^ 0x2545f4914f6cdd1d}}
 	if cfg.Perturb {
 		l.run(s)
 	} else {
@@ -324,6 +324,8 @@ type loop struct {
 	// pause detector (pause_linux.go).
 	node  *nodePage
 	watch bool
+	// slot is this task's index in the Set, tasks the Set's size.
+	slot, tasks int
 }
 
 // detachAndRun leaves the Go scheduler (step 1 above) and runs the pattern
@@ -345,7 +347,7 @@ func (l *loop) run(s *slot) {
 	switch l.pattern {
 	case patHog:
 		if l.watch {
-			hogWatching(s, l.node)
+			hogWatching(s, l.node, l.slot, l.tasks)
 		}
 		hog()
 	case patPeriodic:
