@@ -46,6 +46,7 @@ type options struct {
 	runs     bool
 	medians  bool
 	summary  bool
+	switches bool
 	// pauses, when set, is written into every run's calibration window
 	// before the replay, where it takes the place of the pauses the run's
 	// Hog windows measured (schedlab run --replay uses those otherwise).
@@ -62,6 +63,7 @@ func main() {
 	flag.StringVar(&aliases, "alias", "", "noise-source names to print otherwise, NAME=TEXT,... (e.g. a tool's process name as what it is)")
 	flag.BoolVar(&o.runs, "runs", false, "also print the runs table (times, load, others' CPUs, noise sources, timer path, re-run windows)")
 	flag.BoolVar(&o.medians, "medians", false, "also print the latency rows' medians and ranges of p50 and p99")
+	flag.BoolVar(&o.switches, "switches", false, "also print the context-switch rows: voluntary and involuntary switches per second, measured against predicted (within ×1.5 or 5 per second)")
 	flag.BoolVar(&o.summary, "summary", false, "also print a summary of the runs (count, times, load, noise)")
 	flag.StringVar(&pauses, "host-pauses", "", "replay with these host pauses: PER_HOUR:P5,P25,P50,P75,P90,P95,P99 (pause lengths in ns at those levels), written into each run's calibration constants, where they take the place of the pauses the run measured (runs before the agent measured them have none: windows with a Hog record them); use its own -cache")
 	flag.Usage = func() {
@@ -137,6 +139,10 @@ func run(ctx context.Context, w io.Writer, o *options) error {
 	if o.medians {
 		fmt.Fprintln(w)
 		WriteMedians(w, rows)
+	}
+	if o.switches {
+		fmt.Fprintln(w)
+		WriteSwitches(w, rows)
 	}
 	if o.runs {
 		fmt.Fprintln(w)

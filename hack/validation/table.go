@@ -66,6 +66,11 @@ type Row struct {
 	// simulated ones later than each threshold.
 	PredN float64
 	PredK [3]float64
+
+	// Vol and Invol are every window's voluntary and involuntary context
+	// switches per second (the group's tasks summed); PredVol and
+	// PredInvol every run's predicted ones (the mean over its seeds).
+	Vol, Invol, PredVol, PredInvol []float64
 }
 
 // Latency says whether the row measured wake-ups.
@@ -204,6 +209,7 @@ func addRun(rows map[rowKey]*Row, r *Run) error {
 			}
 			m := g.Metrics
 			row.CPU = append(row.CPU, m.CPU)
+			addSwitches(&row.Vol, &row.Invol, m.CtxSwitchesPerSec)
 			if l := m.WakeupLatencyUs; l != nil && l.Count > 0 {
 				row.P50 = append(row.P50, l.P50)
 				row.P99 = append(row.P99, l.P99)
@@ -223,6 +229,7 @@ func addRun(rows map[rowKey]*Row, r *Run) error {
 			}
 			row := rows[rowKey{s, v.Name, g.Name}]
 			row.PredCPU = append(row.PredCPU, p.CPU)
+			addSwitches(&row.PredVol, &row.PredInvol, p.CtxSwitchesPerSec)
 			if l := p.WakeupLatencyUs; l != nil && l.Count > 0 {
 				row.PredP50 = append(row.PredP50, l.P50)
 				row.PredP99 = append(row.PredP99, l.P99)
