@@ -478,6 +478,7 @@ func (s *sim) tryToWakeUp(ti, wakerCPU int32, sync bool, reason int64) {
 		// Its averages first: it was not runnable while delayed
 		// (se_runnable() is false for a sched_delayed entity).
 		s.taskPelt(ti)
+		s.countDelayed(ti, -1)
 		s.requeueDelayedEntity(t.se)
 		t.state = tsQueued
 		s.addHNr(ti, 1)

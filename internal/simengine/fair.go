@@ -760,6 +760,9 @@ func (s *sim) enqueueTask(ti int32, flags int) {
 	// counts it as runnable again (clear_delayed(), v6.13) but leaves the
 	// group entities' load and weight alone (no update_cfs_group()).
 	requeued := s.ents[se].onRq && s.ents[se].delayed
+	if requeued && s.ents[se].task >= 0 {
+		s.countDelayed(ti, -1)
+	}
 	for ; se >= 0; se = s.ents[se].parent {
 		if s.ents[se].onRq {
 			if s.ents[se].delayed {
@@ -824,12 +827,13 @@ func (s *sim) dequeueTask(ti int32, flags int) bool {
 	if t.policy == polIdle {
 		idle = one
 	}
-	// sched_idle_rq() before the dequeue. The kernel's counts (rq->nr_running,
-	// h_nr_idle) hold a delayed task until its final dequeue, the simulator's
-	// runnable counts drop it when it is delayed: a delayed task that is not
-	// idle itself kept the CPU from being sched_idle until now.
-	wasSchedIdle := s.anySchedIdle && s.schedIdleCPU(c) && (flags&deqDelayed == 0 || s.taskHIdle(ti))
+	// sched_idle_rq() before the dequeue.
+	wasSchedIdle := s.anySchedIdle && s.schedIdleCPU(c)
+	if flags&deqDelayed != 0 {
+		s.countDelayed(ti, -1)
+	}
 	if !s.dequeueEntities(t.se, flags, one, idle) {
+		s.countDelayed(ti, 1)
 		s.setIdle(c, s.cpuIdle(c))
 		return false
 	}
@@ -1509,6 +1513,7 @@ func (s *sim) throttleCfsRq(cq int32) {
 	if r.idle {
 		idleDelta = delta
 	}
+	delayedDelta, delayedIdleDelta := s.delayedBelow(cq)
 	se := r.ge
 	stopped := false
 	for se >= 0 {
@@ -1549,6 +1554,10 @@ func (s *sim) throttleCfsRq(cq int32) {
 			}
 		}
 	}
+	if !s.throttledHierarchy(s.ents[r.ge].rq) {
+		s.cpus[c].nrDelayed -= delayedDelta
+		s.cpus[c].idleDelayed -= delayedIdleDelta
+	}
 	r.throttled = true
 	s.setIdle(c, s.cpuIdle(c))
 	if s.trace != nil {
@@ -1569,6 +1578,7 @@ func (s *sim) unthrottleCfsRq(cq int32) {
 	if r.idle {
 		idleDelta = delta
 	}
+	delayedDelta, delayedIdleDelta := s.delayedBelow(cq)
 	se := r.ge
 	stopped := false
 	for ; se >= 0; se = s.ents[se].parent {
@@ -1603,6 +1613,10 @@ func (s *sim) unthrottleCfsRq(cq int32) {
 				break
 			}
 		}
+	}
+	if !s.throttledHierarchy(s.ents[r.ge].rq) {
+		s.cpus[c].nrDelayed += delayedDelta
+		s.cpus[c].idleDelayed += delayedIdleDelta
 	}
 	s.setIdle(c, s.cpuIdle(c))
 	// Determine whether we need to wake up a potentially idle CPU.

@@ -110,23 +110,21 @@ func TestSchedIdleCPUBalanceInterval(t *testing.T) {
 	}
 }
 
-// A task that goes to sleep not eligible stays queued, delayed
-// (DELAY_DEQUEUE, v6.12+): dequeue_entities() returns before the early
-// balance and still counts it in rq->nr_running, so the CPU becomes
-// sched_idle_rq() only at the delayed task's final dequeue, and that is when
-// the early balance comes.
-func TestSchedIdleCPUBalancesEarlyAfterDelayedDequeue(t *testing.T) {
+// lightNotEligibleBesideIdle returns a 2-CPU sim whose cpu1 runs a light
+// task (returned) that is not eligible, its queue shared with an idle
+// group's task; two hogs run on cpu0.
+func lightNotEligibleBesideIdle(t *testing.T) (*sim, int32) {
+	t.Helper()
 	// The light task and the idle group's entity share cpu1's root queue,
 	// placed at the same vruntime; as soon as the light task has run, it is
 	// ahead of its share (not eligible) until the idle entity's turn. Find
 	// such a moment in the first tick (loop() runs once per sim).
 	light := int32(1)
-	var s *sim
 	for end := int64(100_000); ; end += 100_000 {
 		if end >= 4_000_000 {
 			t.Fatal("the light task never ran not eligible on cpu1 in the first tick")
 		}
-		s = startedSim(t, Input{Node: Node{CPUs: 2}, DurationNs: 200_000_000, Seed: 1,
+		s := startedSim(t, Input{Node: Node{CPUs: 2}, DurationNs: 200_000_000, Seed: 1,
 			Groups: []Group{
 				{Name: "idle", Tasks: 1, Policy: "Idle", Nice: 19, CPUIdle: true, CPUs: []int32{1}},
 				{Name: "light", Tasks: 1, Root: true, CPUs: []int32{1}},
@@ -135,9 +133,18 @@ func TestSchedIdleCPUBalancesEarlyAfterDelayedDequeue(t *testing.T) {
 		s.end = end
 		s.loop()
 		if se := s.tasks[light].se; s.cpus[1].curr == light && !s.cpus[1].needResched && !s.entityEligible(s.ents[se].rq, se) {
-			break
+			return s, light
 		}
 	}
+}
+
+// A task that goes to sleep not eligible stays queued, delayed
+// (DELAY_DEQUEUE, v6.12+): dequeue_entities() returns before the early
+// balance and still counts it in rq->nr_running, so the CPU becomes
+// sched_idle_rq() only at the delayed task's final dequeue, and that is when
+// the early balance comes.
+func TestSchedIdleCPUBalancesEarlyAfterDelayedDequeue(t *testing.T) {
+	s, light := lightNotEligibleBesideIdle(t)
 	se := s.tasks[light].se
 	due := s.cpus[1].nextBalance
 	s.blockTask(light)
@@ -152,5 +159,40 @@ func TestSchedIdleCPUBalancesEarlyAfterDelayedDequeue(t *testing.T) {
 	s.finishDelayedDequeue(se)
 	if got := s.cpus[1].nextBalance; got > s.now {
 		t.Errorf("cpu1's next balance at %d ns after the delayed task's final dequeue at %d ns (it was due at %d), want now", got, s.now, due)
+	}
+}
+
+// sched_idle_cpu() (v6.12, v6.18: rq->nr_running == rq->cfs.h_nr_idle)
+// counts queued tasks, a delayed one included: a CPU that runs an idle task
+// while a task that went to sleep not eligible is still queued there
+// (DELAY_DEQUEUE) is not a sched-idle CPU, so select_idle_sibling() does not
+// take it for a wakee, until the delayed task's final dequeue. (The
+// simulator had counted runnable tasks only, h_nr_runnable, and took it.)
+func TestDelayedTaskKeepsCPUFromSchedIdle(t *testing.T) {
+	s, light := lightNotEligibleBesideIdle(t)
+	se := s.tasks[light].se
+	s.blockTask(light)
+	s.flushResched()
+	if !s.ents[se].delayed || s.cpus[1].curr != 0 {
+		t.Fatalf("light task delayed %v, cpu1 runs task %d; want it delayed and the idle task 0 running", s.ents[se].delayed, s.cpus[1].curr)
+	}
+	if got := s.nrRunning(1); got != 2 {
+		t.Errorf("cpu1's nr_running %d with the idle task and the delayed one queued, want 2", got)
+	}
+	if s.schedIdleCPU(1) {
+		t.Error("cpu1 is sched_idle_cpu() with a delayed normal task queued beside its idle task")
+	}
+	// A wake-up of hog 2 from busy cpu0 (prev = target = cpu0): the scan
+	// finds no idle or sched-idle CPU and keeps the target.
+	s.nrIdleScan = 2
+	if got := s.selectIdleSibling(2, 0, 0); got != 0 {
+		t.Errorf("select_idle_sibling() = cpu%d with the delayed task on cpu1, want cpu0", got)
+	}
+	s.finishDelayedDequeue(se)
+	if !s.schedIdleCPU(1) || s.nrRunning(1) != 1 {
+		t.Errorf("after the final dequeue cpu1 sched_idle_cpu %v, nr_running %d; want true, 1", s.schedIdleCPU(1), s.nrRunning(1))
+	}
+	if got := s.selectIdleSibling(2, 0, 0); got != 1 {
+		t.Errorf("select_idle_sibling() = cpu%d after the final dequeue, want the sched-idle cpu1", got)
 	}
 }

@@ -284,7 +284,17 @@ type cpuState struct {
 	// decays, and a longer new-idle balance raises it. avg_idle is
 	// clamped to twice it.
 	maxIdleBalanceCost int64
-	_                  [40]byte
+	// Delayed tasks (DELAY_DEQUEUE) queued on this CPU outside throttled
+	// hierarchies, and how many of them count as idle at the root
+	// (SCHED_IDLE or below a cpu.idle group). The root queue's hNr and
+	// idleHNr count runnable tasks only (h_nr_runnable); rq->nr_running
+	// and the root's h_nr_queued and h_nr_idle (v6.13+ names; in v6.12
+	// h_nr_running and idle_h_nr_running, which counted delayed tasks as
+	// well) keep a delayed task until its final dequeue: nrRunning() and
+	// hNrIdleQueued() add these.
+	nrDelayed   int32
+	idleDelayed int32
+	_           [32]byte
 }
 
 type event struct {
@@ -1135,10 +1145,72 @@ func (s *sim) rqIdle(c int32) bool {
 	return s.cpus[c].curr < 0 && s.rqs[s.cpus[c].root].hNr == 0
 }
 
-// schedIdleCPU is sched_idle_cpu(): only SCHED_IDLE (or idle-group) tasks are runnable.
+// schedIdleCPU is sched_idle_cpu(): only SCHED_IDLE (or idle-group) tasks
+// are queued. Both counts are queued tasks: a task that went to sleep not eligible
+// and is still queued, delayed (DELAY_DEQUEUE, v6.12+), counts until its
+// final dequeue (rq->nr_running == rq->cfs.h_nr_idle, v6.18; nr_running ==
+// idle_h_nr_running in v6.12, whose idle count keeps delayed tasks too).
 func (s *sim) schedIdleCPU(c int32) bool {
-	r := &s.rqs[s.cpus[c].root]
-	return r.hNr > 0 && r.hNr == r.idleHNr
+	n := s.nrRunning(c)
+	return n > 0 && n == s.hNrIdleQueued(c)
+}
+
+// nrRunning is rq->nr_running of a CPU (only the fair class is simulated):
+// the root queue's h_nr_queued, runnable and delayed tasks alike.
+func (s *sim) nrRunning(c int32) int32 {
+	return s.rqs[s.cpus[c].root].hNr + s.cpus[c].nrDelayed
+}
+
+// hNrIdleQueued is the root queue's h_nr_idle (idle_h_nr_running before
+// v6.14): idle tasks queued, delayed ones included.
+func (s *sim) hNrIdleQueued(c int32) int32 {
+	return s.rqs[s.cpus[c].root].idleHNr + s.cpus[c].idleDelayed
+}
+
+// countDelayed adds d to the CPU's delayed-task counts for task ti, which
+// was delayed (d = 1) or stopped being delayed (d = -1: woken, or dequeued
+// for good) on its queue: the root's counts see it only when no queue on
+// its way up is throttled (set_delayed() and clear_delayed() stop their
+// walks at a throttled queue).
+func (s *sim) countDelayed(ti int32, d int32) {
+	t := &s.tasks[ti]
+	if s.throttledHierarchy(s.ents[t.se].rq) {
+		return
+	}
+	cpu := &s.cpus[t.cpu]
+	cpu.nrDelayed += d
+	if s.taskHIdle(ti) {
+		cpu.idleDelayed += d
+	}
+}
+
+// delayedBelow counts the delayed tasks below queue cq that no
+// throttled queue already hides from the root, and how many of them count
+// as idle: the part of h_nr_queued and h_nr_idle that throttle_cfs_rq()
+// takes off the queues above cq and unthrottle_cfs_rq() gives back.
+func (s *sim) delayedBelow(cq int32) (n, idle int32) {
+	c := s.rqs[cq].cpu
+	for _, ti := range s.cpus[c].tasks {
+		se := s.tasks[ti].se
+		if !s.ents[se].delayed {
+			continue
+		}
+		for q := s.ents[se].rq; q >= 0; {
+			if q == cq {
+				n++
+				if s.taskHIdle(ti) {
+					idle++
+				}
+				break
+			}
+			r := &s.rqs[q]
+			if r.throttled || r.ge < 0 {
+				break
+			}
+			q = s.ents[r.ge].rq
+		}
+	}
+	return n, idle
 }
 
 // splitmix64 advances a stream of the run and returns its next value: each
