@@ -109,6 +109,10 @@ func (s *sim) wakeAffine(ti, this, prev int32, sync bool, pct int64, shareCache 
 				target = this
 			}
 		case sync && s.rqs[s.cpus[this].root].hNr == 1:
+			// rq->nr_running - cfs_h_nr_delayed(rq) == 1, delayed tasks
+			// left out, as read in Debian's 6.12.118 source, where it came
+			// as a fix (the first 6.12 releases read plain nr_running,
+			// which is not modelled).
 			target = this
 		case s.cpuIdle(prev):
 			target = prev
@@ -343,7 +347,11 @@ redo:
 		}
 		s.cpuPelt(c)
 		cpu := &s.cpus[c]
-		st := lbStat{nr: s.rqs[cpu.root].hNr, load: s.cpuLoad(c)}
+		// update_sg_lb_stats() (v6.12, v6.18): sum_nr_running is
+		// rq->nr_running and sum_h_nr_running the root's h_nr_queued,
+		// delayed tasks included (one number here: only the fair class
+		// runs).
+		st := lbStat{nr: s.nrRunning(c), load: s.cpuLoad(c)}
 		st.typ = groupClassify(st.nr, cpu.pl.util, cpu.pl.runnable)
 		total += st.load
 		sumUtil += min(cpu.pl.util, 1024) // cpu_util_cfs() is capped at the capacity
@@ -401,7 +409,10 @@ redo:
 		return balanced()
 	}
 	// detach_tasks(): walk the busiest CPU's tasks from the least recently
-	// run (the tail of cfs_tasks).
+	// run (the tail of cfs_tasks), delayed tasks among them, up to
+	// loop_max = min(sysctl_sched_nr_migrate, busiest->nr_running); an idle
+	// balance leaves busiest one task (env->src_rq->nr_running <= 1). Both
+	// counts are rq->nr_running, delayed tasks included (v6.12, v6.18).
 	cand := append(s.scratch[:0], s.cpus[busiest].tasks...)
 	slices.SortFunc(cand, func(a, b int32) int {
 		ta, tb := s.tasks[a].listStamp, s.tasks[b].listStamp
@@ -413,16 +424,16 @@ redo:
 		}
 		return int(a - b)
 	})
-	loopMax := min(s.nrMigrate, int(s.rqs[s.cpus[busiest].root].hNr))
+	loopMax := min(s.nrMigrate, int(s.nrRunning(busiest)))
 	failed := s.cpus[dst].nrBalanceFailed
 	moved := 0
-	detaching := s.rqs[s.cpus[busiest].root].hNr > 1
+	detaching := s.nrRunning(busiest) > 1
 	s.lbAllPinned = true
 	for i, ti := range cand {
 		if i >= loopMax {
 			break
 		}
-		if idle && s.rqs[s.cpus[busiest].root].hNr <= 1 {
+		if idle && s.nrRunning(busiest) <= 1 {
 			break
 		}
 		if !s.canMigrateTask(ti, dst, failed, cacheNiceTries) {

@@ -566,7 +566,7 @@ func (s *sim) groupStats(l int, first, w int32, local bool, idle int) sgStats {
 		}
 		s.cpuPelt(c)
 		cpu := &s.cpus[c]
-		nr := s.rqs[cpu.root].hNr
+		nr := s.nrRunning(c) // rq->nr_running, delayed tasks included
 		g.nr += nr
 		g.load += s.cpuLoad(c)
 		g.util += min(cpu.pl.util, 1024)
@@ -601,7 +601,7 @@ func (s *sim) isCoreIdle(c int32) bool {
 // level), or on the group's first CPU when none is idle.
 func (s *sim) shouldWeBalance(c int32, l int, idle int) bool {
 	if idle == cpuNewlyIdle {
-		return s.rqs[s.cpus[c].root].hNr == 0 && s.cpus[c].ttwuPending == 0
+		return s.nrRunning(c) == 0 && s.cpus[c].ttwuPending == 0
 	}
 	lv := &s.topo.levels[l]
 	first := c / lv.groupW * lv.groupW
@@ -829,7 +829,7 @@ func (s *sim) findAndPullOnce(dst int32, l int, idle int, st *sdState) (moved, u
 	var bl, bu float64
 	var bn int32
 	for c := bst.first; c < bst.first+bst.weight; c++ {
-		nr := s.rqs[s.cpus[c].root].hNr
+		nr := s.nrRunning(c) // rq->cfs.h_nr_queued
 		if nr == 0 || (s.lbSkip != nil && s.lbSkip[c]) {
 			continue
 		}
@@ -859,7 +859,7 @@ func (s *sim) findAndPullOnce(dst int32, l int, idle int, st *sdState) (moved, u
 		return false, false
 	}
 	n := 0
-	if s.rqs[s.cpus[src].root].hNr > 1 {
+	if s.nrRunning(src) > 1 {
 		s.lbAllPinned = true
 		n = s.detachTasks(src, dst, lv, st, idle, mt, imb)
 		if n == 0 && s.lbAllPinned && s.lbSkip != nil {
@@ -923,14 +923,14 @@ func hasSpareBusier(g, b *sgStats) bool {
 func (s *sim) detachTasks(src, dst int32, lv *sdLevel, st *sdState, idle, mt int, imb float64) int {
 	cand := append(s.scratch[:0], s.cpus[src].tasks...)
 	sortByListStamp(s, cand)
-	loopMax := min(s.nrMigrate, int(s.rqs[s.cpus[src].root].hNr))
+	loopMax := min(s.nrMigrate, int(s.nrRunning(src)))
 	failed := st.nrBalanceFailed
 	moved := 0
 	for i, ti := range cand {
 		if i >= loopMax {
 			break
 		}
-		if idle != cpuNotIdle && s.rqs[s.cpus[src].root].hNr <= 1 {
+		if idle != cpuNotIdle && s.nrRunning(src) <= 1 {
 			break
 		}
 		if !s.canMigrateTaskTopo(ti, dst, failed, lv) {
@@ -1098,7 +1098,7 @@ func (s *sim) newidleBalanceTopo(c int32) bool {
 	for l := range s.topo.levels {
 		pulled, cont := s.newidleDomain(c, &s.topo.state(c, l).ni, &curr, func() (bool, bool) {
 			r := s.balanceLevel(c, l, cpuNewlyIdle)
-			return r.moved, r.cont && s.rqs[s.cpus[c].root].hNr == 0
+			return r.moved, r.cont && s.nrRunning(c) == 0
 		})
 		if pulled || !cont {
 			s.newidleDone(c, curr)
