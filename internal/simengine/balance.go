@@ -246,10 +246,13 @@ func (s *sim) nextIdleCPU(from int32) int32 {
 	return -1
 }
 
-// overloaded is rd->overload: some CPU has more than one runnable task.
+// overloaded reports whether some CPU has rq->nr_running >= 2, delayed
+// tasks included: the test of nohz_balancer_kick() (v6.12, v6.18), made on
+// the busy CPUs' ticks. The new-idle balance reads rd->overloaded instead
+// (rdOverloaded), which keeps what the last balance of the root domain saw.
 func (s *sim) overloaded() bool {
 	for c := range s.cpus {
-		if s.rqs[s.cpus[c].root].hNr > 1 {
+		if s.nrRunning(int32(c)) > 1 {
 			return true
 		}
 	}
@@ -339,6 +342,7 @@ func (s *sim) loadBalance(dst int32, idle, newIdle bool) bool {
 redo:
 	// update_sd_lb_stats()
 	var total, sumUtil float64
+	sgOverloaded := false
 	busiest := int32(-1)
 	var bst, local lbStat
 	for c := int32(0); c < s.nCPU; c++ {
@@ -352,6 +356,9 @@ redo:
 		// delayed tasks included (one number here: only the fair class
 		// runs).
 		st := lbStat{nr: s.nrRunning(c), load: s.cpuLoad(c)}
+		if st.nr > 1 {
+			sgOverloaded = true
+		}
 		st.typ = groupClassify(st.nr, cpu.pl.util, cpu.pl.runnable)
 		total += st.load
 		sumUtil += min(cpu.pl.util, 1024) // cpu_util_cfs() is capped at the capacity
@@ -375,6 +382,9 @@ redo:
 		// scan limit, a new-idle balance does not.
 		s.nrIdleScan = idleCPUScan(sumUtil, int64(s.nCPU), imbalancePct)
 	}
+	// The flat machine's one domain is the root domain: its stats set
+	// rd->overloaded (update_sd_lb_stats(), !env->sd->parent).
+	s.rdOverloaded = sgOverloaded
 	if busiest < 0 {
 		return balanced()
 	}

@@ -94,3 +94,45 @@ func TestDetachTasksCountsDelayedInLoopMax(t *testing.T) {
 		t.Errorf("queued hog on cpu%d after the balance, want cpu1", s.tasks[b].cpu)
 	}
 }
+
+// nohz_balancer_kick() (v6.12, v6.18) kicks the idle CPUs' balance from a
+// busy CPU's tick when that CPU's rq->nr_running >= 2, a delayed task
+// included: one hog running with a delayed task queued is enough.
+func TestDelayedTaskKicksNohzBalance(t *testing.T) {
+	s, hog := hogNotEligibleOnCPU0(t, 2)
+	s.blockTask(hog)
+	s.flushResched()
+	if s.nrRunning(0) != 2 || s.rqs[s.cpus[0].root].hNr != 1 || s.cpus[1].curr >= 0 {
+		t.Fatalf("cpu0 nr_running %d, runnable %d, cpu1 runs %d; want 2, 1 and nothing", s.nrRunning(0), s.rqs[s.cpus[0].root].hNr, s.cpus[1].curr)
+	}
+	s.now = (s.now/s.tickNs + 1) * s.tickNs
+	s.cpus[1].nextBalance = s.now
+	s.tick()
+	if s.cpus[1].lastBalance != s.now {
+		t.Errorf("idle cpu1 last balanced at %d ns, want at the tick (%d ns): cpu0's nr_running 2 kicks the nohz balance", s.cpus[1].lastBalance, s.now)
+	}
+}
+
+// rd->overloaded (v6.12, v6.18) is set when a CPU's nr_running reaches 2
+// (add_nr_running()) and recomputed only by update_sd_lb_stats() at the root
+// domain: sched_balance_newidle() reads the flag, not the CPUs' present
+// counts, so a CPU going idle right after the second task left cpu0 still
+// balances, and after the next balance it does not.
+func TestRootDomainOverloadIsKeptUntilABalance(t *testing.T) {
+	s, hog := hogNotEligibleOnCPU0(t, 2)
+	s.blockTask(hog)
+	s.flushResched()
+	s.finishDelayedDequeue(s.tasks[hog].se)
+	if s.nrRunning(0) != 1 {
+		t.Fatalf("cpu0 nr_running %d after the final dequeue, want 1", s.nrRunning(0))
+	}
+	ni := &s.cpus[1].ni
+	s.cpus[1].avgIdle = 1e9 // past the cost gate
+	if !s.newidleGate(1, ni) {
+		t.Error("sched_balance_newidle() gave up on cpu1 with rd->overloaded still set (cpu0 had 2 tasks since the last balance)")
+	}
+	s.loadBalance(1, true, false)
+	if s.newidleGate(1, ni) {
+		t.Error("sched_balance_newidle() balanced after a balance found no CPU with 2 tasks")
+	}
+}

@@ -805,6 +805,9 @@ func (s *sim) enqueueTask(ti int32, flags int) {
 			}
 		}
 	}
+	if !requeued && s.nrRunning(c) >= 2 {
+		s.rdOverloaded = true // add_nr_running()
+	}
 	cpu := &s.cpus[c]
 	t.cpuPos = int32(len(cpu.tasks))
 	cpu.tasks = append(cpu.tasks, ti)

@@ -91,11 +91,12 @@ func (s *sim) updateNewidleCost(ni *newidleState, cost, success int64) bool {
 }
 
 // newidleGate is the early exit of sched_balance_newidle() (v6.10+;
-// newidle_balance() before): no CPU overloaded, or the CPU expects to be
+// newidle_balance() before): rd->overloaded clear (no CPU had two tasks
+// since the last balance of the root domain), or the CPU expects to be
 // idle for less than a balance of its lowest domain costs (from v5.16) or
 // than the migration cost (before).
 func (s *sim) newidleGate(c int32, lowest *newidleState) bool {
-	if !s.overloaded() {
+	if !s.rdOverloaded {
 		return false
 	}
 	if s.newidleCostGate {

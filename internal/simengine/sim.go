@@ -312,6 +312,10 @@ type sim struct {
 	// anySchedIdle: some task is SCHED_IDLE or in a cpu.idle group, so a
 	// CPU can be sched_idle_cpu().
 	anySchedIdle bool
+	// rdOverloaded is rd->overloaded: set when a CPU's nr_running reaches 2
+	// (add_nr_running()), recomputed by every balance of the root domain
+	// (update_sd_lb_stats(): some CPU with nr_running > 1).
+	rdOverloaded bool
 	feat         features
 	lazy         bool
 	// reweightPlaceCurr: reweight_entity() of the running entity calls

@@ -756,6 +756,17 @@ func (s *sim) findAndPullOnce(dst int32, l int, idle int, st *sdState) (moved, u
 		}
 	}
 	tp.stats = stats
+	if l == len(tp.levels)-1 {
+		// update_sd_lb_stats() at the root domain (!env->sd->parent) sets
+		// rd->overloaded: some CPU of env->cpus with nr_running > 1.
+		s.rdOverloaded = false
+		for c := lo; c < lo+w; c++ {
+			if (s.lbSkip == nil || !s.lbSkip[c]) && s.nrRunning(c) > 1 {
+				s.rdOverloaded = true
+				break
+			}
+		}
+	}
 	if l == tp.llcLevel && idle != cpuNewlyIdle {
 		s.updateIdleCPUScan(dst, lv, sumUtil)
 	}
