@@ -353,8 +353,9 @@ func TestSyncWakeupPreemptsWaker(t *testing.T) {
 	// The pair misses over 48 seeds: a known miss, logged with its figures
 	// like the rows of TestWakeupHeavyGroupVsHogs; the test fails when it
 	// holds again, so that this record is updated.
-	const pairMiss = "over 48 seeds the pair's CPU is 0.074 above the campaigns' mean " +
-		"(0.821 ± 0.032 on 7 December 2026, 0.810 before a waking task's runnable_avg stopped counting its sleep); " +
+	const pairMiss = "over 48 seeds the pair's CPU is 0.071 above the campaigns' mean " +
+		"(0.818 ± 0.031 on 7 December 2026 with the balancer's counts of delayed tasks; 0.821 before them, " +
+		"0.810 before a waking task's runnable_avg stopped counting its sleep); " +
 		"the mean of seeds 1-4 had been within the tolerance by its choice of seeds"
 	if math.Abs(p-measPair) <= tol {
 		t.Errorf("mixed: pingpong %.3f CPU (mean of %d seeds, ± %.3f) now holds against the measured %.3f: remove the known miss (%s)", p, seeds, pw, measPair, pairMiss)
