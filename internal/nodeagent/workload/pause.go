@@ -2,6 +2,10 @@ package workload
 
 import "sort"
 
+// PauseMinNs is the shortest charged stall counted as a host pause
+// (pause_linux.go says why 5 ms).
+const PauseMinNs = 5_000_000
+
 // HostPauses is what a window's Hog workers saw of the machine's host pauses
 // (pause_linux.go tells how they see them).
 type HostPauses struct {

@@ -45,7 +45,7 @@ import (
 // time charged over the gap (a pause after which the thread is preempted
 // at once shows a longer gap; the part charged is the pause).
 //
-// What else is charged the same way, and why pauseMinNs is 5 ms: without
+// What else is charged the same way, and why PauseMinNs is 5 ms: without
 // IRQ_TIME_ACCOUNTING hard interrupts and the soft interrupts run at their
 // exit (handle_softirqs() in kernel/softirq.c) are charged to the current
 // task. handle_softirqs() restarts only while jiffies has not moved past
@@ -93,8 +93,6 @@ const (
 	// shortStallNs: charged stalls from here to pauseMinNs are counted as
 	// short stalls.
 	shortStallNs = 1_000_000
-	// PauseMinNs is the shortest charged stall counted as a host pause.
-	PauseMinNs = 5_000_000
 
 	// Coverage buckets: 2^covShift ns each (262 µs), in a ring of
 	// covRingLen in the node page (1.07 s of wall time).
@@ -103,6 +101,8 @@ const (
 	// BucketNs is one coverage bucket's length.
 	BucketNs = 1 << covShift
 )
+
+// PauseMinNs (pause.go) is why: see "why PauseMinNs is 5 ms" above.
 
 // Words of a Hog's slot used by the detector. A Hog records no latency, so
 // its log of stalls takes the histogram's words (the parent reads no
