@@ -487,11 +487,12 @@ type ColdWakeCalibration struct {
 	// longP50Ns is the median lateness of the quiet 40 ms sleeps.
 	// +optional
 	LongP50Ns int64 `json:"longP50Ns,omitempty"`
-	// shortSamples and longSamples count the quiet sleeps of each length:
-	// those after which the sleeper waited at most 20 µs on the runqueue.
+	// shortSamples counts the quiet 2 ms sleeps: those after which the
+	// sleeper waited at most 20 µs on the runqueue.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	ShortSamples int32 `json:"shortSamples,omitempty"`
+	// longSamples counts the quiet 40 ms sleeps, by the same rule.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	LongSamples int32 `json:"longSamples,omitempty"`
@@ -499,10 +500,11 @@ type ColdWakeCalibration struct {
 	// it may be negative.
 	// +optional
 	PerDoublingNs int64 `json:"perDoublingNs,omitempty"`
-	// lowNs and highNs bound perDoublingNs at 95 % at least (from the two
-	// medians' distribution-free intervals).
+	// lowNs is the lower end of an interval that holds perDoublingNs at
+	// 95 % at least (from the two medians' distribution-free intervals).
 	// +optional
 	LowNs int64 `json:"lowNs,omitempty"`
+	// highNs is the upper end of that interval.
 	// +optional
 	HighNs int64 `json:"highNs,omitempty"`
 	// otherCPU is the share of the measurement's CPU time that went to
