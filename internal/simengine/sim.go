@@ -239,14 +239,7 @@ type task struct {
 	// (Pattern.RunJitterNs).
 	jitterNs int64
 	sleptAt  int64 // when the task last blocked (coldWake)
-	// The sleep's hrtimer while it is queued on its CPU's timer queue
-	// (cpuState.timers): the sequence number of its one pending expiry
-	// check (evWake or evTimerSoft; an event with another is stale: the
-	// timer was expired by another timer's interrupt), and its CPU.
-	timerSeq   uint64
-	timerCPU   int32
-	timerArmed bool
-	_          [27]byte
+	_        [40]byte
 }
 
 // taskPattern is the numeric part of a task's Pattern (its Type is kind).
@@ -301,11 +294,7 @@ type cpuState struct {
 	// hNrIdleQueued() add these.
 	nrDelayed   int32
 	idleDelayed int32
-	// timers is the CPU's hrtimer queue of sleeps (the clock base's
-	// timerqueue): tasks whose sleep timer is armed here, in the order of
-	// their hard expiries, equal ones in the order they were armed.
-	timers []int32
-	_      [8]byte
+	_           [32]byte
 }
 
 type event struct {
@@ -391,7 +380,6 @@ type sim struct {
 	cpus  []cpuState
 
 	servers  []server // Server replicas (server.go)
-	expired  []int32  // hrtimerInterrupt's scratch: the timers one interrupt runs
 	pending  []int32
 	rt       *runEndTree // earliest run end over CPUs
 	rp       int32       // leaves of rt in use (a power of two >= nCPU)
@@ -856,12 +844,7 @@ func (s *sim) start() {
 			t.state = tsSleeping
 			s.armTimer(ti, t.release)
 		case patProbe:
-			if ph := s.in.Groups[t.group].Pattern.PhaseNs; ph > 0 {
-				// The agent's firstDeadline() for a start at 0.
-				t.release = 2*t.pat.IntervalNs + ph
-			} else {
-				t.release = t.rng.Int64N(t.pat.IntervalNs)
-			}
+			t.release = t.rng.Int64N(t.pat.IntervalNs)
 			t.state = tsSleeping
 			s.armTimer(ti, t.release)
 		case patServer:
@@ -947,13 +930,10 @@ func (s *sim) loop() {
 			}
 			continue
 		case evWake:
-			if s.timerLive(e.a, e.seq) {
-				s.hrtimerInterrupt(e.a)
-			}
+			t := &s.tasks[e.a]
+			s.tryToWakeUp(e.a, t.waker, t.pendingSync, t.waitReason)
 		case evTimerSoft:
-			if s.timerLive(e.a, e.seq) {
-				s.timerSoftExpiry(e.a)
-			}
+			s.timerSoftExpiry(e.a)
 		case evPeriod:
 			s.periodTimer(e.a, e.t)
 		case evArrival:
