@@ -1506,8 +1506,11 @@ func (s *sim) checkCfsRqRuntime(cq int32) bool {
 	return true
 }
 
-// throttleCfsRq is throttle_cfs_rq() (v6.1): dequeue the group entity (and
-// ancestors left empty) and remove the queue's tasks from h_nr_running above.
+// throttleCfsRq is throttle_cfs_rq() (v6.1; v6.12..v6.17 with delayed
+// dequeue): dequeue the group entity (and ancestors left empty) and remove
+// the queue's tasks from h_nr_running above. The hierarchical model: v6.18's
+// task-based throttling (tasks dequeued on their way back to user space) is
+// not modelled.
 func (s *sim) throttleCfsRq(cq int32) {
 	r := &s.rqs[cq]
 	c := r.cpu
@@ -1525,7 +1528,17 @@ func (s *sim) throttleCfsRq(cq int32) {
 			break
 		}
 		qcq := s.ents[se].rq
-		s.dequeueEntity(qcq, se, deqSleep)
+		// v6.12..v6.17: a delayed group entity (its queue emptied, its
+		// dequeue deferred) is dequeued for good with DEQUEUE_DELAYED,
+		// which clears sched_delayed; left set, the entity would come
+		// back delayed at unthrottle and a later pick would dequeue it
+		// with the queue's tasks below.
+		flags := deqSleep
+		if s.ents[se].delayed {
+			flags |= deqDelayed
+		}
+		s.dequeueEntity(qcq, se, flags)
+		s.ents[se].delayed = false
 		q := &s.rqs[qcq]
 		q.hNr -= delta
 		q.idleHNr -= idleDelta
@@ -1568,7 +1581,8 @@ func (s *sim) throttleCfsRq(cq int32) {
 	}
 }
 
-// unthrottleCfsRq is unthrottle_cfs_rq() (v6.1).
+// unthrottleCfsRq is unthrottle_cfs_rq() (v6.1; v6.12..v6.17 with delayed
+// dequeue).
 func (s *sim) unthrottleCfsRq(cq int32) {
 	r := &s.rqs[cq]
 	c := r.cpu
@@ -1585,10 +1599,16 @@ func (s *sim) unthrottleCfsRq(cq int32) {
 	se := r.ge
 	stopped := false
 	for ; se >= 0; se = s.ents[se].parent {
-		if s.ents[se].onRq {
+		qcq := s.ents[se].rq
+		// "Handle any unfinished DELAY_DEQUEUE business first"
+		// (v6.12..v6.17): a delayed entity is dequeued for good and
+		// enqueued again, awake.
+		if s.ents[se].delayed {
+			s.dequeueEntity(qcq, se, deqSleep|deqDelayed)
+			s.ents[se].delayed = false
+		} else if s.ents[se].onRq {
 			break
 		}
-		qcq := s.ents[se].rq
 		s.enqueueEntity(qcq, se, enqWakeup)
 		q := &s.rqs[qcq]
 		q.hNr += delta
