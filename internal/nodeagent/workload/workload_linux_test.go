@@ -883,8 +883,12 @@ func TestPinnedHogsShareTheirCPU(t *testing.T) {
 	if pinned.CPU > 1.03 {
 		t.Errorf("two hogs pinned to CPU 1 used %.3f CPUs, more than that CPU", pinned.CPU)
 	}
-	if noise < quietNoise && (!near(pinned.CPU, 1, 0.07) || !near(free.CPU, 1, 0.07)) {
-		t.Errorf("on a quiet machine: pinned %.3f, free %.3f CPU; want ≈1 each", pinned.CPU, free.CPU)
+	// Each CPU is one group's, less what others took of it: the others'
+	// CPU may all fall on one CPU (a clean-clone CI run saw the free hog at
+	// 0.911 CPU beside 0.08 CPUs of others), so each group gets at least one
+	// CPU less all of it.
+	if noise < quietNoise && (pinned.CPU < 1-noise-0.04 || free.CPU < 1-noise-0.04) {
+		t.Errorf("pinned %.3f, free %.3f CPU beside %.2f CPUs of others; want each at least 1 − %.2f − 0.04", pinned.CPU, free.CPU, noise, noise)
 	}
 }
 
