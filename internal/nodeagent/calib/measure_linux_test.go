@@ -185,8 +185,13 @@ func TestColdWakeThisNode(t *testing.T) {
 	if s.sleptLong < 39_500_000 || s.sleptLong > 40_500_000 {
 		t.Errorf("the long sleeps lasted %d ns at the median, want 40 ms", s.sleptLong)
 	}
-	if s.sleptShort < 1_900_000 || s.sleptShort > 2_100_000 {
-		t.Errorf("the short sleeps lasted %d ns at the median, want 2 ms", s.sleptShort)
+	// A sleep's length runs from the previous wake-up, and the grid restarts
+	// at each wake-up (the sleeps end late): it holds the wake-up's lateness
+	// and the two run-delay reads around the sleep. A clean-clone CI run saw
+	// 2.111 ms at a 21.6 µs median lateness with others at 0.004 of the CPU;
+	// a step sleeping 1 or 4 ms where 2 were meant is far outside.
+	if s.sleptShort < 1_900_000 || s.sleptShort > 2_250_000 {
+		t.Errorf("the short sleeps lasted %d ns at the median, want 2 ms (up to 250 µs more: the lateness and the reads)", s.sleptShort)
 	}
 	if want := int64(cycles) * (coldLongNs + coldShortsPerCycle*coldShortNs); s.wallNs < want || s.wallNs > want+want/10 {
 		t.Errorf("the step took %d ns, want its sleeps' %d and at most a tenth more", s.wallNs, want)
