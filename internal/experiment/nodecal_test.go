@@ -32,14 +32,7 @@ spec:
 func TestWithNodeCalibration(t *testing.T) {
 	exp := mustParse(t, probeAlone)
 	shape := exp.Spec.Simulation.Nodes[0]
-	p50 := func(s v1alpha1.NodeShape, o PredictOptions) float64 {
-		t.Helper()
-		preds, err := Predict(&exp.Spec, []v1alpha1.NodeShape{s}, o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return preds[0].Metrics.WakeupLatencyUs.P50
-	}
+	p50 := func(s v1alpha1.NodeShape, o PredictOptions) float64 { return predictedP50(t, &exp.Spec, s, o) }
 	def := p50(shape, PredictOptions{})
 	cals := []*v1alpha1.NodeCalibration{
 		{Constants: v1alpha1.NodeConstants{TimerExpiryNs: 40_000, IdleExitNs: 30_000, CtxSwitchNs: 6_000}, BackgroundLoad: 0.01},
@@ -120,14 +113,7 @@ spec:
 func TestWithNodeCalibrationColdWake(t *testing.T) {
 	exp := mustParse(t, strings.Replace(probeAlone, "interval: 1ms", "interval: 40ms", 1))
 	shape := exp.Spec.Simulation.Nodes[0]
-	p50 := func(s v1alpha1.NodeShape, o PredictOptions) float64 {
-		t.Helper()
-		preds, err := Predict(&exp.Spec, []v1alpha1.NodeShape{s}, o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return preds[0].Metrics.WakeupLatencyUs.P50
-	}
+	p50 := func(s v1alpha1.NodeShape, o PredictOptions) float64 { return predictedP50(t, &exp.Spec, s, o) }
 	k := v1alpha1.NodeConstants{TimerExpiryNs: 40_000, IdleExitNs: 30_000, CtxSwitchNs: 6_000}
 	cal := func(cold int64) *v1alpha1.NodeCalibration {
 		c := k
@@ -159,4 +145,15 @@ func TestWithNodeCalibrationColdWake(t *testing.T) {
 			t.Errorf("%s: a 40 ms probe's p50 %.1f µs, want %.1f", c.name, got, c.want)
 		}
 	}
+}
+
+// predictedP50 is the first group's predicted wake-up p50 (µs) of spec on
+// shape.
+func predictedP50(t *testing.T, spec *v1alpha1.SchedExperimentSpec, shape v1alpha1.NodeShape, o PredictOptions) float64 {
+	t.Helper()
+	preds, err := Predict(spec, []v1alpha1.NodeShape{shape}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return preds[0].Metrics.WakeupLatencyUs.P50
 }
