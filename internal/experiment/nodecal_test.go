@@ -135,6 +135,7 @@ func TestWithNodeCalibrationColdWake(t *testing.T) {
 		{"measured 10 µs", nil, med, base + 10*doublings},
 		{"none measured: the default 4 µs", nil, cal(0), base + 4*doublings},
 		{"the shape's 2 µs over the measured 10", &v1alpha1.NodeConstants{ColdWakeNs: 2_000}, med, base + 2*doublings},
+		{"the shape's timer 90 µs over the measured 40", &v1alpha1.NodeConstants{TimerExpiryNs: 90_000}, med, base + 50 + 10*doublings},
 	} {
 		s := shape
 		s.Constants = c.shape
@@ -144,6 +145,29 @@ func TestWithNodeCalibrationColdWake(t *testing.T) {
 		if math.Abs(got-c.want) > 4.1 {
 			t.Errorf("%s: a 40 ms probe's p50 %.1f µs, want %.1f", c.name, got, c.want)
 		}
+	}
+}
+
+// A constant the shape sets wins over the node's measured one, and takes
+// its quantiles with it (the simulator draws from quantiles when there
+// are any, so the user's figure beside measured quantiles would be lost);
+// what the shape leaves unset comes from the node.
+func TestUserConstantsWinWithTheirQuantiles(t *testing.T) {
+	q := []int64{1, 2, 3, 4, 5, 6, 7}
+	measured := v1alpha1.NodeConstants{TimerExpiryNs: 40_000, TimerExpiryQuantilesNs: q, WakeupNs: 9_000, WakeupQuantilesNs: q,
+		CtxSwitchNs: 6_000, ColdWakeNs: 1_000, HostPausesPerHour: 20, HostPauseQuantilesNs: q}
+	got := userConstants(measured, v1alpha1.NodeConstants{TimerExpiryNs: 90_000, ColdWakeNs: 3_000, HostPausesPerHour: 5})
+	if got.TimerExpiryNs != 90_000 || got.TimerExpiryQuantilesNs != nil {
+		t.Errorf("timer %d ns with quantiles %v, want the user's 90000 without the measured quantiles", got.TimerExpiryNs, got.TimerExpiryQuantilesNs)
+	}
+	if got.HostPausesPerHour != 5 || got.HostPauseQuantilesNs != nil {
+		t.Errorf("pauses %d an hour with quantiles %v, want the user's 5 without the measured quantiles", got.HostPausesPerHour, got.HostPauseQuantilesNs)
+	}
+	if got.ColdWakeNs != 3_000 {
+		t.Errorf("cold wake-up %d ns, want the user's 3000", got.ColdWakeNs)
+	}
+	if got.WakeupNs != 9_000 || len(got.WakeupQuantilesNs) != 7 || got.CtxSwitchNs != 6_000 {
+		t.Errorf("unset constants %d / %v / %d, want the measured 9000 / 7 quantiles / 6000", got.WakeupNs, got.WakeupQuantilesNs, got.CtxSwitchNs)
 	}
 }
 

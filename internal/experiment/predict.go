@@ -557,19 +557,19 @@ func ptr[T any](v T) *T { return &v }
 
 // WithNodeCalibration is the shape and options a prediction for one node
 // uses once the node's calibration window (NodeRun status.calibration) is
-// known: its measured constants replace the defaults (a coldWakeNs the
-// shape sets stays: the window measures it on a spinner's CPU only, and a
-// user may know better), and its background
-// load is the simulator's unless a fleet calibration for the shape already
-// sets one (a fleet calibration's overheads still add on top). nil leaves
-// both as they are.
+// known: its measured constants replace the defaults, and a constant the
+// shape sets stays (the user's word wins over the window's, for every
+// constant alike: see userConstants), and its background load is the
+// simulator's unless a fleet calibration for the shape already sets one (a
+// fleet calibration's overheads still add on top). nil leaves both as they
+// are.
 func WithNodeCalibration(shape v1alpha1.NodeShape, cal *v1alpha1.NodeCalibration, opts PredictOptions) (v1alpha1.NodeShape, PredictOptions) {
 	if cal == nil {
 		return shape, opts
 	}
 	c := cal.Constants
-	if shape.Constants != nil && shape.Constants.ColdWakeNs != 0 {
-		c.ColdWakeNs = shape.Constants.ColdWakeNs // the user's
+	if shape.Constants != nil {
+		c = userConstants(c, *shape.Constants)
 	}
 	shape.Constants = &c
 	name := ShapeName(shape)
@@ -584,6 +584,36 @@ func WithNodeCalibration(shape v1alpha1.NodeShape, cal *v1alpha1.NodeCalibration
 	m[name] = fc
 	opts.Calibration = m
 	return shape, opts
+}
+
+// userConstants is the node's measured constants with every constant the
+// user's shape sets put in their place. A figure and its quantiles go
+// together: the simulator draws from the quantiles when they are there, so
+// a user's timerExpiryNs beside the window's timer quantiles would be
+// ignored; the user setting either one takes both from the user.
+func userConstants(measured, user v1alpha1.NodeConstants) v1alpha1.NodeConstants {
+	c := measured
+	pair := func(dst *int64, dstQ *[]int64, v int64, q []int64) {
+		if v != 0 || len(q) > 0 {
+			*dst, *dstQ = v, q
+		}
+	}
+	pair(&c.TimerExpiryNs, &c.TimerExpiryQuantilesNs, user.TimerExpiryNs, user.TimerExpiryQuantilesNs)
+	pair(&c.WakeupNs, &c.WakeupQuantilesNs, user.WakeupNs, user.WakeupQuantilesNs)
+	pair(&c.IdleExitNs, &c.IdleExitQuantilesNs, user.IdleExitNs, user.IdleExitQuantilesNs)
+	pair(&c.CtxSwitchNs, &c.CtxSwitchQuantilesNs, user.CtxSwitchNs, user.CtxSwitchQuantilesNs)
+	pair(&c.HostPausesPerHour, &c.HostPauseQuantilesNs, user.HostPausesPerHour, user.HostPauseQuantilesNs)
+	for _, f := range []struct {
+		dst *int64
+		v   int64
+	}{
+		{&c.WakeupCPUNs, user.WakeupCPUNs}, {&c.TimerArmCPUNs, user.TimerArmCPUNs}, {&c.ColdWakeNs, user.ColdWakeNs},
+	} {
+		if f.v != 0 {
+			*f.dst = f.v
+		}
+	}
+	return c
 }
 
 // WithWindowNoise is cal (nil: a calibration with the default constants)
