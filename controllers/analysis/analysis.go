@@ -56,11 +56,10 @@ func (a Analyzer) Analyze(ctx context.Context, in controllers.AnalyzeInput) (*co
 		if st.Capabilities != nil {
 			cpus = st.Capabilities.CPUs
 		}
-		// The host pauses its windows' hogs saw are its pauses
-		// (experiment.WithWindowPauses).
+		// The host pauses its windows' hogs saw are pooled over the
+		// shape's nodes below (experiment.ShapeCalibration).
 		c := experiment.WithWindowNoise(st.Calibration, st.Windows, cpus)
-		c, _ = experiment.WithWindowPauses(c, st.Windows)
-		if c != nil {
+		if c != nil || len(st.Windows) > 0 {
 			name := nodeShapes[runs[i].Spec.NodeName]
 			if name == "" {
 				name = nodeShape(&runs[i], shapes)
@@ -71,7 +70,8 @@ func (a Analyzer) Analyze(ctx context.Context, in controllers.AnalyzeInput) (*co
 	}
 	var preds []experiment.Prediction
 	for _, shape := range shapes {
-		s, o := experiment.WithNodeCalibration(shape, experiment.MedianCalibration(cals[experiment.ShapeName(shape)]), opts)
+		cal, _ := experiment.ShapeCalibration(cals[experiment.ShapeName(shape)], windows[experiment.ShapeName(shape)])
+		s, o := experiment.WithNodeCalibration(shape, cal, opts)
 		o.Foreign = experiment.ForeignTasks(shape.CPUs, sp.Duration.Duration, windows[experiment.ShapeName(shape)]...)
 		p, err := experiment.Predict(sp, []v1alpha1.NodeShape{s}, o)
 		if err != nil {

@@ -116,3 +116,20 @@ func WithWindowPauses(cal *v1alpha1.NodeCalibration, windows []v1alpha1.WindowRe
 	}
 	return out, hp
 }
+
+// ShapeCalibration is the calibration a prediction for one node shape
+// uses beside the measurements of several of its nodes: the median of the
+// nodes' calibration windows (MedianCalibration), with the host pauses of
+// all their windows pooled (WithWindowPauses over every node's windows).
+// Pauses are pooled, not taken as a median of the nodes' rates: a node
+// that observed an hour and saw none counts as that hour, where a median
+// over the nodes that saw pauses would leave it out and a median over all
+// would make the fleet's rate whatever the middle node's luck was. Pass
+// the nodes' calibrations without their window pauses.
+func ShapeCalibration(cals []*v1alpha1.NodeCalibration, windows [][]v1alpha1.WindowResult) (*v1alpha1.NodeCalibration, *HostPauses) {
+	var all []v1alpha1.WindowResult
+	for _, ws := range windows {
+		all = append(all, ws...)
+	}
+	return WithWindowPauses(MedianCalibration(cals), all)
+}

@@ -65,6 +65,32 @@ func TestWithWindowPauses(t *testing.T) {
 	}
 }
 
+// A shape's pauses are its nodes' pooled: 2 pauses in one node's hour and
+// none in another's are one an hour, not the 2 of the node that saw any.
+func TestShapeCalibrationPoolsPauses(t *testing.T) {
+	hour := int64(3600e9)
+	cals := []*v1alpha1.NodeCalibration{
+		{Constants: v1alpha1.NodeConstants{TimerExpiryNs: 40_000}},
+		{Constants: v1alpha1.NodeConstants{TimerExpiryNs: 50_000}},
+		{Constants: v1alpha1.NodeConstants{TimerExpiryNs: 60_000}},
+	}
+	windows := [][]v1alpha1.WindowResult{
+		{pauseWindow(hour/2, 8e6), pauseWindow(hour/2, 10e6)},
+		{pauseWindow(hour)},
+		{{Variant: "stock", Groups: []v1alpha1.GroupMeasurement{{Name: "probe"}}}}, // no Hog: observed nothing
+	}
+	cal, hp := ShapeCalibration(cals, windows)
+	if cal.Constants.HostPausesPerHour != 1 || hp.Count != 2 || hp.ObservedNs != 2*hour || hp.Prediction != PausesMeasured {
+		t.Errorf("pooled %d pauses an hour (%+v), want 2 pauses in 2 hours observed: 1", cal.Constants.HostPausesPerHour, hp)
+	}
+	if cal.Constants.TimerExpiryNs != 50_000 {
+		t.Errorf("timer %d ns, want the nodes' median 50000", cal.Constants.TimerExpiryNs)
+	}
+	if cal, _ := ShapeCalibration(cals, [][]v1alpha1.WindowResult{{pauseWindow(hour)}, {pauseWindow(hour)}}); cal.Constants.HostPausesPerHour != 0 {
+		t.Errorf("two hours without a pause predict %d an hour", cal.Constants.HostPausesPerHour)
+	}
+}
+
 // A probe's prediction with the run's measured pauses has the late
 // wake-ups the pauses make; without them it has none beyond 10 ms.
 func TestPredictWithMeasuredPauses(t *testing.T) {

@@ -701,8 +701,9 @@ func MedianCalibration(cals []*v1alpha1.NodeCalibration) *v1alpha1.NodeCalibrati
 			WakeupCPUNs:   medNs(func(k *v1alpha1.NodeConstants) int64 { return k.WakeupCPUNs }),
 			TimerArmCPUNs: medNs(func(k *v1alpha1.NodeConstants) int64 { return k.TimerArmCPUNs }),
 			ColdWakeNs:    medNs(func(k *v1alpha1.NodeConstants) int64 { return k.ColdWakeNs }),
-			// Over the nodes with pauses (a node that saw none has none
-			// here, like a node that observed nothing).
+			// Pauses a node's calibration sets (a user's, e.g. a replay's
+			// -host-pauses), over the nodes that set them; the pauses the
+			// windows measured are pooled instead (ShapeCalibration).
 			HostPausesPerHour: medNs(func(k *v1alpha1.NodeConstants) int64 { return k.HostPausesPerHour }),
 		},
 		TimerLatenessNs: int64(math.Round(med(func(c *v1alpha1.NodeCalibration) float64 { return float64(c.TimerLatenessNs) }))),
