@@ -33,6 +33,8 @@ import (
 	"sync"
 
 	"github.com/schedlab/schedlab/api/v1alpha1"
+	"sigs.k8s.io/yaml"
+
 	"github.com/schedlab/schedlab/internal/experiment"
 )
 
@@ -51,6 +53,9 @@ type options struct {
 	// before the replay, where it takes the place of the pauses the run's
 	// Hog windows measured (schedlab run --replay uses those otherwise).
 	pauses *v1alpha1.NodeConstants
+	// replicas, when above 0, replays with that many seeds per prediction
+	// (the experiment's simulation.replicas) instead of the experiment's.
+	replicas int
 }
 
 func main() {
@@ -66,6 +71,7 @@ func main() {
 	flag.BoolVar(&o.switches, "switches", false, "also print the context-switch rows: voluntary and involuntary switches per second, measured against predicted (within ×1.5 or 5 per second)")
 	flag.BoolVar(&o.summary, "summary", false, "also print a summary of the runs (count, times, load, noise)")
 	flag.StringVar(&pauses, "host-pauses", "", "replay with these host pauses: PER_HOUR:P5,P25,P50,P75,P90,P95,P99 (pause lengths in ns at those levels), written into each run's calibration constants, where they take the place of the pauses the run measured (runs before the agent measured them have none: windows with a Hog record them); use its own -cache")
+	flag.IntVar(&o.replicas, "replicas", 0, "replay with this many seeds per prediction (1-32) instead of the experiment's simulation.replicas (default 5): a row whose tail rests on a few simulated events needs more; use its own -cache")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: go run ./hack/validation [flags] RUNS-DIR\n\n")
 		flag.PrintDefaults()
@@ -76,6 +82,10 @@ func main() {
 		os.Exit(2)
 	}
 	o.root = flag.Arg(0)
+	if o.replicas < 0 || o.replicas > 32 {
+		fmt.Fprintf(os.Stderr, "-replicas %d: want 1 to 32 (0: the experiment's)\n", o.replicas)
+		os.Exit(2)
+	}
 	if pauses != "" {
 		k, err := parseHostPauses(pauses)
 		if err != nil {
@@ -202,7 +212,7 @@ func loadRun(ctx context.Context, o *options, rel string) (*Run, error) {
 		}
 	}
 	if out == nil {
-		if out, err = replay(ctx, o.schedlab, dir, o.pauses); err != nil {
+		if out, err = replay(ctx, o.schedlab, dir, o.pauses, o.replicas); err != nil {
 			return nil, fmt.Errorf("%s: %w", rel, err)
 		}
 		if cached != "" {
@@ -247,34 +257,25 @@ func experimentFile(dir string) (path string, cleanup func(), err error) {
 	exp.APIVersion = v1alpha1.GroupVersion.String()
 	exp.Kind = "SchedExperiment"
 	exp.Name = rep.Experiment
-	eb, err := json.Marshal(&exp)
-	if err != nil {
-		return "", nil, err
-	}
-	f, err := os.CreateTemp("", "validation-*.json")
-	if err != nil {
-		return "", nil, err
-	}
-	if _, err := f.Write(eb); err != nil {
-		f.Close()
-		os.Remove(f.Name())
-		return "", nil, err
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(f.Name())
-		return "", nil, err
-	}
-	return f.Name(), func() { os.Remove(f.Name()) }, nil
+	return writeTemp("validation-*.json", &exp)
 }
 
 // replay predicts the run in dir again with the given schedlab binary, with
-// the host pauses of pauses (nil: the run's own) in its calibration window.
-func replay(ctx context.Context, bin, dir string, pauses *v1alpha1.NodeConstants) ([]byte, error) {
+// the host pauses of pauses (nil: the run's own) in its calibration window
+// and replicas seeds per prediction (0: the experiment's).
+func replay(ctx context.Context, bin, dir string, pauses *v1alpha1.NodeConstants, replicas int) ([]byte, error) {
 	exp, cleanup, err := experimentFile(dir)
 	if err != nil {
 		return nil, err
 	}
 	defer cleanup()
+	if replicas > 0 {
+		var clean func()
+		if exp, clean, err = withReplicas(exp, replicas); err != nil {
+			return nil, err
+		}
+		defer clean()
+	}
 	nr := filepath.Join(dir, "noderun.json")
 	if pauses != nil {
 		var clean func()
@@ -290,6 +291,25 @@ func replay(ctx context.Context, bin, dir string, pauses *v1alpha1.NodeConstants
 		return nil, fmt.Errorf("%s run --replay: %w: %s", bin, err, strings.TrimSpace(stderr.String()))
 	}
 	return stdout.Bytes(), nil
+}
+
+// withReplicas writes the experiment in file (YAML or JSON) with
+// simulation.replicas set to n into a temporary file.
+func withReplicas(file string, n int) (string, func(), error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", nil, err
+	}
+	var exp v1alpha1.SchedExperiment
+	if err := yaml.UnmarshalStrict(b, &exp); err != nil {
+		return "", nil, fmt.Errorf("%s: %w", file, err)
+	}
+	if exp.Spec.Simulation == nil {
+		exp.Spec.Simulation = &v1alpha1.Simulation{}
+	}
+	r := int32(n)
+	exp.Spec.Simulation.Replicas = &r
+	return writeTemp("experiment-*.json", &exp)
 }
 
 // parseHostPauses reads -host-pauses: PER_HOUR:P5,P25,P50,P75,P90,P95,P99.
@@ -334,10 +354,17 @@ func withHostPauses(path string, k *v1alpha1.NodeConstants) (string, func(), err
 	}
 	st.Calibration.Constants.HostPausesPerHour = k.HostPausesPerHour
 	st.Calibration.Constants.HostPauseQuantilesNs = k.HostPauseQuantilesNs
-	if b, err = json.Marshal(&st); err != nil {
+	return writeTemp("noderun-*.json", &st)
+}
+
+// writeTemp writes v as JSON into a new temporary file named after
+// pattern, and returns its name and how to remove it.
+func writeTemp(pattern string, v any) (string, func(), error) {
+	b, err := json.Marshal(v)
+	if err != nil {
 		return "", nil, err
 	}
-	f, err := os.CreateTemp("", "noderun-*.json")
+	f, err := os.CreateTemp("", pattern)
 	if err != nil {
 		return "", nil, err
 	}
