@@ -123,6 +123,22 @@ type GroupMeasurement struct {
 	// the window: the proof that the workers did not disturb the measurement.
 	// +optional
 	Invariants *WorkerInvariants `json:"invariants,omitempty"`
+	// gridPhasesNs are, for a LatencyProbe or Periodic group, the phases of
+	// its tasks' deadline grids, one per task in the group's order (replica
+	// by replica, then task by task): the task's first deadline in
+	// CLOCK_MONOTONIC nanoseconds modulo its interval (or period). Every
+	// later deadline of the task lies on that grid, so the phases of all of
+	// a window's periodic tasks place their deadlines against each other
+	// exactly (for example, two probes whose deadlines fall within a timer
+	// slack of each other and end their sleeps on one timer interrupt).
+	// Absent for other patterns, and when a task had not reached its first
+	// sleep.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=512
+	// +kubebuilder:validation:items:Minimum=0
+	// +kubebuilder:validation:items:Maximum=9999999999
+	GridPhasesNs []int64 `json:"gridPhasesNs,omitempty"`
 }
 
 // WorkerInvariants are counted over one window for one group's workers. A

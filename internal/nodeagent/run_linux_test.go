@@ -244,6 +244,10 @@ func TestRunAutogroupVariants(t *testing.T) {
 		if w.Groups[1].Metrics.WakeupLatencyUs == nil || w.Groups[1].Metrics.WakeupLatencyUs.Count == 0 {
 			t.Errorf("window %s/%d: no latencies for the probe", w.Variant, w.Repetition)
 		}
+		// The probe's grid phase (below its 1 ms interval); none for hogs.
+		if ph := w.Groups[1].GridPhasesNs; len(ph) != 1 || ph[0] < 0 || ph[0] >= 1e6 || w.Groups[0].GridPhasesNs != nil {
+			t.Errorf("window %s/%d: grid phases %v (hogs %v), want one within 0..1ms for the probe and none for the hogs", w.Variant, w.Repetition, ph, w.Groups[0].GridPhasesNs)
+		}
 		if w.Groups[0].Metrics.CPU < 0.05 {
 			t.Errorf("window %s/%d: batch cpu %.2f", w.Variant, w.Repetition, w.Groups[0].Metrics.CPU)
 		}

@@ -303,7 +303,7 @@ func (r *runner) metrics(win *workload.Window, replicas []host.Replica, before, 
 		if why := workload.Perturbed(inv, n, secs); why != "" {
 			perturbed = append(perturbed, "group "+g.Name+": "+why)
 		}
-		out = append(out, v1alpha1.GroupMeasurement{Name: g.Name, Metrics: m, Invariants: inv})
+		out = append(out, v1alpha1.GroupMeasurement{Name: g.Name, Metrics: m, Invariants: inv, GridPhasesNs: workload.GroupGridPhases(win, g.Name)})
 	}
 	if total > 0 {
 		for i := range out {

@@ -130,6 +130,29 @@ func WindowMetrics(w *Window) map[string]v1alpha1.Metrics {
 	return out
 }
 
+// GroupGridPhases is the phase of each of the group's tasks' deadline grids
+// (TaskStats.GridPhaseNs) in the window's task order; nil when the group has
+// no task, or a task without a grid (a pattern other than LatencyProbe and
+// Periodic, or one that had not reached its first sleep).
+func GroupGridPhases(w *Window, group string) []int64 {
+	if w == nil {
+		return nil
+	}
+	var out []int64
+	for i := range w.Tasks {
+		t := &w.Tasks[i]
+		if t.Group != group {
+			continue
+		}
+		p, ok := t.GridPhaseNs()
+		if !ok {
+			return nil
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
 // GroupInvariants sums what the group's workers did besides their pattern
 // over the window (see v1alpha1.WorkerInvariants); nil when the window has
 // no task of the group.

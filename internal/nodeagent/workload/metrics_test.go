@@ -149,6 +149,25 @@ func TestGroupMetrics(t *testing.T) {
 	}
 }
 
+// A grid's phase is its first deadline modulo its interval, per task in the
+// window's order; a group with a task without a grid has none.
+func TestGroupGridPhases(t *testing.T) {
+	const ms = int64(time.Millisecond)
+	w := &Window{Duration: time.Second, Tasks: []TaskStats{
+		{Group: "probe", Pattern: v1alpha1.PatternLatencyProbe, GridNs: 2 * ms, FirstDeadlineNs: 1000*ms + 37_000},
+		{Group: "frame", Pattern: v1alpha1.PatternPeriodic, GridNs: 40 * ms, FirstDeadlineNs: 1041 * ms},
+		{Group: "probe", Pattern: v1alpha1.PatternLatencyProbe, GridNs: 2 * ms, FirstDeadlineNs: 1003*ms + 5},
+		{Group: "hog", Pattern: v1alpha1.PatternHog},
+		{Group: "late", Pattern: v1alpha1.PatternLatencyProbe, GridNs: 2 * ms},
+		{Group: "late", Pattern: v1alpha1.PatternLatencyProbe, GridNs: 2 * ms, FirstDeadlineNs: 5 * ms},
+	}}
+	for group, want := range map[string][]int64{"probe": {37_000, 1*ms + 5}, "frame": {1 * ms}, "hog": nil, "late": nil, "nobody": nil} {
+		if d := cmp.Diff(want, GroupGridPhases(w, group)); d != "" {
+			t.Errorf("group %s: grid phases (-want +got):\n%s", group, d)
+		}
+	}
+}
+
 // BenchmarkHistogramRecord: recording is on the probe's path between waking
 // and sleeping again; goal: well under 100 ns per value.
 func BenchmarkHistogramRecord(b *testing.B) {

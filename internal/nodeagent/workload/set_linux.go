@@ -16,6 +16,7 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -663,6 +664,17 @@ func (s *Set) End() (*Window, error) {
 			Blocks: blocks, SideCPUNs: d.sideCPUNs, SideSwitches: d.sideSwitches,
 			Latency: hist, Ops: ops, Periods: periods, Misses: misses,
 			Arrivals: now.arrivals - p.slotAt.arrivals, Dropped: now.dropped - p.slotAt.dropped}
+		// The grid's first deadline, read here rather than at Begin: a
+		// worker stores it just after it marks its loop started.
+		switch {
+		case t.Pattern.Type == v1alpha1.PatternLatencyProbe && t.Pattern.Interval != nil:
+			w.Tasks[i].GridNs = t.Pattern.Interval.Nanoseconds()
+		case t.Pattern.Type == v1alpha1.PatternPeriodic && t.Pattern.Period != nil:
+			w.Tasks[i].GridNs = t.Pattern.Period.Nanoseconds()
+		}
+		if w.Tasks[i].GridNs > 0 {
+			w.Tasks[i].FirstDeadlineNs = atomic.LoadInt64(&p.slot[slotGrid])
+		}
 	}
 	for _, l := range s.leaders {
 		c, err := readCounters(s.fs, l.pid, 0)

@@ -32,6 +32,11 @@ const (
 	slotArrivals = 6 // Server: arrivals admitted or dropped
 	slotDropped  = 7 // Server: arrivals dropped (the queue was full)
 	slotHist     = 8 // first histogram bucket
+	// slotGrid (after the histogram and a Hog's two pause words) is a
+	// LatencyProbe's or Periodic's first deadline (CLOCK_MONOTONIC ns),
+	// stored once before its first sleep: every later deadline lies on its
+	// grid (TaskStats.FirstDeadlineNs).
+	slotGrid = 3594
 
 	// The shared histogram has HdrHistogram's layout with 2 significant
 	// digits (256 sub-buckets, half-count magnitude 7) from 1 ns to 10 s:

@@ -386,6 +386,7 @@ func hog() {
 //go:nosplit
 func periodic(s *slot, runNs, periodNs int64) {
 	b := nanotime() + periodNs
+	atomic.StoreInt64(&s[slotGrid], b)
 	for {
 		sleepUntil(s, b)
 		recordLatency(s, nanotime()-b)
@@ -416,6 +417,7 @@ func periodic(s *slot, runNs, periodNs int64) {
 //go:nosplit
 func latencyProbe(s *slot, intervalNs, phaseNs int64) {
 	d := firstDeadline(nanotime(), intervalNs, phaseNs)
+	atomic.StoreInt64(&s[slotGrid], d)
 	for {
 		sleepUntil(s, d)
 		now := nanotime()

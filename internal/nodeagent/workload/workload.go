@@ -161,6 +161,25 @@ type TaskStats struct {
 	// ones dropped on a full queue.
 	Arrivals int64
 	Dropped  int64
+
+	// GridNs is a LatencyProbe's interval or a Periodic's period, and
+	// FirstDeadlineNs its first deadline (CLOCK_MONOTONIC ns): every later
+	// deadline is FirstDeadlineNs plus a multiple of GridNs. Both are 0 for
+	// other patterns, and FirstDeadlineNs is 0 too for a task that had not
+	// reached its first sleep.
+	GridNs          int64
+	FirstDeadlineNs int64
+}
+
+// GridPhaseNs is the phase of t's deadline grid: its first deadline modulo
+// its interval (see TaskStats.GridNs); ok is false for a task without one.
+// Two tasks' phases place their deadlines against each other exactly, also
+// with different intervals: the grids are fixed in CLOCK_MONOTONIC time.
+func (t *TaskStats) GridPhaseNs() (phase int64, ok bool) {
+	if t.GridNs <= 0 || t.FirstDeadlineNs <= 0 {
+		return 0, false
+	}
+	return t.FirstDeadlineNs % t.GridNs, true
 }
 
 // DefaultServerQueue is a Server replica's queue bound when the pattern sets

@@ -622,6 +622,42 @@ func TestFirstDeadline(t *testing.T) {
 	}
 }
 
+// Every LatencyProbe and Periodic task reports its grid: the interval and
+// the first deadline, which a phased probe puts on the phase exactly and
+// the others an interval (period) after they start. A Hog has none.
+func TestGridPhases(t *testing.T) {
+	probe := v1alpha1.Pattern{Type: v1alpha1.PatternLatencyProbe, Interval: dur(2 * time.Millisecond)}
+	phased := task("phased", probe)
+	phased.PhaseNs = 300_000
+	t0 := nanotime()
+	s := startSet(t, Spec{Tasks: []Task{
+		task("probe", probe), phased,
+		task("frame", v1alpha1.Pattern{Type: v1alpha1.PatternPeriodic, Run: dur(time.Millisecond), Period: dur(40 * time.Millisecond)}),
+		task("hog", v1alpha1.Pattern{Type: v1alpha1.PatternHog}),
+	}})
+	w, _ := window(t, s, 100*time.Millisecond, 200*time.Millisecond, 1)
+	t1 := nanotime()
+	for i, want := range []struct {
+		grid, lo, hi int64 // the interval, and the range of the first deadline
+	}{
+		{2e6, t0 + 2e6, t1 + 2e6},
+		{2e6, t0 + 2e6, t1 + 4e6},
+		{40e6, t0 + 40e6, t1 + 40e6},
+		{0, 0, 0},
+	} {
+		ts := w.Tasks[i]
+		if ts.GridNs != want.grid || ts.FirstDeadlineNs < want.lo || ts.FirstDeadlineNs > want.hi {
+			t.Errorf("task %d (%s): grid %dns, first deadline %d, want grid %dns and a first deadline within %d..%d", i, ts.Group, ts.GridNs, ts.FirstDeadlineNs, want.grid, want.lo, want.hi)
+		}
+	}
+	if p, ok := w.Tasks[1].GridPhaseNs(); !ok || p != phased.PhaseNs {
+		t.Errorf("phased probe: grid phase %d (%v), want %d", p, ok, phased.PhaseNs)
+	}
+	if p, ok := w.Tasks[3].GridPhaseNs(); ok {
+		t.Errorf("a Hog reports a grid phase %d", p)
+	}
+}
+
 const helperParentEnv = "SCHEDLAB_TEST_HELPER_PARENT"
 
 func init() { testHelpers[helperParentEnv] = helperParent }
