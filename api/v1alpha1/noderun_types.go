@@ -359,6 +359,8 @@ type WindowResult struct {
 // a stall that one hog saw while another hog ran is one vCPU's (vcpuStalls),
 // not a pause.
 // +kubebuilder:validation:XValidation:rule="!has(self.lengthsNs) || size(self.lengthsNs) <= self.count",message="lengthsNs cannot list more pauses than count"
+// +kubebuilder:validation:XValidation:rule="!has(self.vcpuStallLengthsNs) || (has(self.vcpuStalls) && size(self.vcpuStallLengthsNs) <= self.vcpuStalls)",message="vcpuStallLengthsNs cannot list more stalls than vcpuStalls"
+// +kubebuilder:validation:XValidation:rule="!has(self.shortStallsOthersRan) || (has(self.shortStalls) && self.shortStallsOthersRan <= self.shortStalls)",message="shortStallsOthersRan cannot be more than shortStalls"
 type HostPauseMeasurement struct {
 	// hogs is how many Hog tasks watched.
 	// +required
@@ -371,6 +373,14 @@ type HostPauseMeasurement struct {
 	// +required
 	// +kubebuilder:validation:Minimum=0
 	ObservedNs int64 `json:"observedNs"`
+	// hogCPUNs is the watching hogs' CPU time over the window, summed (the
+	// stalls charged to them included): the CPU time in which a stall of
+	// one vCPU could be seen, since a hog sees only the stalls of the vCPU
+	// it is current on. Rates of one vCPU's stalls are per CPU over this
+	// time. Absent in windows recorded before it was.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	HogCPUNs int64 `json:"hogCPUNs,omitempty"`
 	// count of pauses seen in the observed time.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
@@ -412,6 +422,24 @@ type HostPauseMeasurement struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	ShortStallsSeenByMore int64 `json:"shortStallsSeenByMore,omitempty"`
+	// shortStallsOthersRan counts the short stalls that one hog saw while
+	// another hog showed that it ran (a read of its clocks within the
+	// stall): one vCPU's for certain. The others that one hog saw are one
+	// vCPU's or the machine's with no other hog current to tell.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	ShortStallsOthersRan int64 `json:"shortStallsOthersRan,omitempty"`
+	// shortStallQuantilesNs are the lengths (CPU time charged over the gap)
+	// of the short stalls that one hog alone saw (shortStalls less
+	// shortStallsSeenByMore: taken as one vCPU's) at the simulator's
+	// quantile levels (5, 25, 50, 75, 90, 95, 99 %); absent without such
+	// stalls.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=7
+	// +kubebuilder:validation:MaxItems=7
+	// +kubebuilder:validation:items:Minimum=1
+	ShortStallQuantilesNs []int64 `json:"shortStallQuantilesNs,omitempty"`
 	// vcpuStalls counts the stalls of 5 ms or more that one hog saw while
 	// another hog ran: its vCPU stopped, not the machine; not in count.
 	// +optional
@@ -421,6 +449,13 @@ type HostPauseMeasurement struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	VCPUStallLongestNs int64 `json:"vcpuStallLongestNs,omitempty"`
+	// vcpuStallLengthsNs are the vcpuStalls' lengths (CPU time charged over
+	// the gap), in the order seen; the first 64 when there were more.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:Minimum=1
+	VCPUStallLengthsNs []int64 `json:"vcpuStallLengthsNs,omitempty"`
 	// lostStalls counts stalls a hog logged but the window's end could not
 	// read any more (its log is a ring): in neither count.
 	// +optional

@@ -323,6 +323,9 @@ func formatWindowPauses(hp *v1alpha1.HostPauseMeasurement) string {
 		s += fmt.Sprintf("; %d stalls of one vCPU while another hog ran (not pauses, the longest %.1f ms)", hp.VCPUStalls, float64(hp.VCPUStallLongestNs)/1e6)
 	}
 	s += fmt.Sprintf(" (and %d gaps of 5 ms or more that were preemptions; %d charged stalls of 1-5 ms, not counted, %d of them seen by more than one hog", hp.OffCPUGaps, hp.ShortStalls, hp.ShortStallsSeenByMore)
+	if q := hp.ShortStallQuantilesNs; len(q) == 7 {
+		s += fmt.Sprintf(", those one hog saw %.2f ms at the median and %.2f at 99 %%", float64(q[2])/1e6, float64(q[6])/1e6)
+	}
 	if hp.LostStalls > 0 {
 		s += fmt.Sprintf("; %d stalls lost from a full log", hp.LostStalls)
 	}

@@ -336,16 +336,27 @@ func hostPauses(h *workload.HostPauses) *v1alpha1.HostPauseMeasurement {
 	if h == nil || h.Hogs == 0 {
 		return nil
 	}
-	out := &v1alpha1.HostPauseMeasurement{Hogs: int32(min(h.Hogs, 512)), ObservedNs: max(h.ObservedNs, 0),
+	out := &v1alpha1.HostPauseMeasurement{Hogs: int32(min(h.Hogs, 512)), ObservedNs: max(h.ObservedNs, 0), HogCPUNs: max(h.HogCPUNs, 0),
 		Count: int32(min(h.Count(), 10_000_000)), OffCPUGaps: h.OffGaps, ShortStalls: int64(len(h.ShortStalls)), LostStalls: h.Lost}
+	var oneHog []int64 // the short stalls one hog saw: one vCPU's
 	for _, p := range h.ShortStalls {
-		if p.Seen > 1 {
+		switch {
+		case p.Seen > 1:
 			out.ShortStallsSeenByMore++
+		case p.OthersRan > 0:
+			out.ShortStallsOthersRan++
+			fallthrough
+		default:
+			oneHog = append(oneHog, max(p.LengthNs, 1))
 		}
 	}
+	out.ShortStallQuantilesNs = lengthQuantiles(oneHog)
 	out.VCPUStalls = int32(min(len(h.VCPUStalls), 10_000_000))
-	for _, p := range h.VCPUStalls {
+	for i, p := range h.VCPUStalls {
 		out.VCPUStallLongestNs = max(out.VCPUStallLongestNs, p.LengthNs)
+		if i < 64 {
+			out.VCPUStallLengthsNs = append(out.VCPUStallLengthsNs, max(p.LengthNs, 1))
+		}
 	}
 	lengths := make([]int64, 0, len(h.Pauses))
 	for _, p := range h.Pauses {
@@ -356,12 +367,22 @@ func hostPauses(h *workload.HostPauses) *v1alpha1.HostPauseMeasurement {
 	}
 	if len(lengths) > 0 {
 		out.LengthsNs = append([]int64(nil), lengths[:min(len(lengths), 64)]...)
-		sorted := slices.Clone(lengths)
-		slices.Sort(sorted)
-		out.QuantilesNs = make([]int64, len(pauseLevels))
-		for i, l := range pauseLevels {
-			out.QuantilesNs[i] = sorted[min(int(l*float64(len(sorted))), len(sorted)-1)]
-		}
+		out.QuantilesNs = lengthQuantiles(lengths)
+	}
+	return out
+}
+
+// lengthQuantiles are lengths at pauseLevels (order statistics, as the
+// calibration's); nil without lengths.
+func lengthQuantiles(lengths []int64) []int64 {
+	if len(lengths) == 0 {
+		return nil
+	}
+	sorted := slices.Clone(lengths)
+	slices.Sort(sorted)
+	out := make([]int64, len(pauseLevels))
+	for i, l := range pauseLevels {
+		out[i] = sorted[min(int(l*float64(len(sorted))), len(sorted)-1)]
 	}
 	return out
 }

@@ -15,6 +15,11 @@ type HostPauses struct {
 	// current on a CPU, counted once however many were: the time in which
 	// a pause could be seen.
 	ObservedNs int64
+	// HogCPUNs is the watching hogs' CPU time over the window, summed (the
+	// stalls charged to them included): the CPU time in which a stall of
+	// one vCPU could be seen, since a hog sees only the stalls of the vCPU
+	// it is current on.
+	HogCPUNs int64
 	// Pauses are the pauses seen (stalls of PauseMinNs or more), in time
 	// order, those of several hogs at overlapping times merged into one.
 	Pauses []Pause

@@ -235,6 +235,71 @@ func TestPauseDetectorOneVCPU(t *testing.T) {
 	}
 }
 
+// Short stalls keep their lengths and say which were one vCPU's: a stall
+// of either hog while the other ran is seen by one, with the other's run
+// shown (OthersRan); one of the machine is seen by both; one while the
+// other waited is seen by one with nothing to tell. A 6 ms stall of one
+// vCPU while the other ran is a vCPU stall of that length.
+func TestPauseDetectorShortStallsOfOneVCPU(t *testing.T) {
+	const ms = 1_000_000
+	var node nodePage
+	t0 := int64(9_000_000_000)
+	a, b := newFakeHogAt(&node, t0, 0, 2), newFakeHogAt(&node, t0, 1, 2)
+	both := func(n int) {
+		for i := 0; i < n; i++ {
+			a.run(ms)
+			b.run(ms)
+		}
+	}
+	// One stops for ns while the other runs through it; then the stopped
+	// one runs first (it reads its clocks before the other's beats move on).
+	oneStops := func(stopped, other *fakeHog, ns int64) {
+		stopped.stopped(ns)
+		other.run(ns)
+		stopped.run(ms)
+		other.run(ms)
+	}
+	both(20)
+	oneStops(a, b, 1_500_000)
+	both(20)
+	oneStops(b, a, 3*ms)
+	both(20)
+	a.stopped(2 * ms) // the machine
+	b.stopped(2 * ms)
+	both(20)
+	a.stopped(1_200_000) // b waits meanwhile: nothing tells
+	b.wait(1_200_000)
+	both(20)
+	oneStops(a, b, 6*ms)
+	both(20)
+	ra, _ := pausesSince(&a.s, pauseSnap{}, readPauseSnap(&a.s))
+	rb, _ := pausesSince(&b.s, pauseSnap{}, readPauseSnap(&b.s))
+	pauses, vcpu, short := splitStalls(mergePauses(append(ra, rb...)))
+	type stall struct {
+		LengthMs  float64
+		Seen      int
+		OthersRan bool
+	}
+	conv := func(ps []Pause) []stall {
+		var out []stall
+		for _, p := range ps {
+			// Exact but for the loop's step before the gap.
+			out = append(out, stall{float64((p.LengthNs+5*stepNs)/(100*stepNs)) / 10, p.Seen, p.OthersRan > 0})
+		}
+		return out
+	}
+	want := []stall{{1.5, 1, true}, {3, 1, true}, {2, 2, false}, {1.2, 1, false}}
+	if diff := cmp.Diff(want, conv(short)); diff != "" {
+		t.Errorf("short stalls (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]stall{{6, 1, true}}, conv(vcpu)); diff != "" {
+		t.Errorf("vCPU stalls (-want +got):\n%s", diff)
+	}
+	if len(pauses) != 0 {
+		t.Errorf("pauses %+v, want none", pauses)
+	}
+}
+
 // A log that wraps keeps the newest pauseLogLen and counts the rest lost.
 func TestPauseLogWraps(t *testing.T) {
 	var s slot
@@ -318,8 +383,8 @@ func TestHogPreemptedIsNoPause(t *testing.T) {
 	for _, x := range st {
 		spun += x.to - x.from
 	}
-	t.Logf("window %v; spinner on CPU 0 for %d stretches, %.0f ms in all; hog observed %.0f ms, off-CPU gaps %d, short stalls %d, pauses %+v",
-		w.Duration, len(st), float64(spun)/1e6, float64(hp.ObservedNs)/1e6, hp.OffGaps, len(hp.ShortStalls), hp.Pauses)
+	t.Logf("window %v; spinner on CPU 0 for %d stretches, %.0f ms in all; hog observed %.0f ms, CPU %.0f ms, off-CPU gaps %d, short stalls %d, pauses %+v",
+		w.Duration, len(st), float64(spun)/1e6, float64(hp.ObservedNs)/1e6, float64(hp.HogCPUNs)/1e6, hp.OffGaps, len(hp.ShortStalls), hp.Pauses)
 	for _, p := range hp.ShortStalls {
 		for _, x := range st {
 			if p.StartNs < x.to+1e6 && p.StartNs+p.LengthNs > x.from-1e6 {
@@ -348,6 +413,11 @@ func TestHogPreemptedIsNoPause(t *testing.T) {
 	}
 	if hp.ObservedNs < rest/2 {
 		t.Errorf("observed %.1f ms, less than half the %.1f ms the spinner left the hog", float64(hp.ObservedNs)/1e6, float64(rest)/1e6)
+	}
+	// Its CPU time, the time in which it could see a stall of its vCPU, is
+	// at most what the spinner left it on CPU 0, and most of that.
+	if hi := rest + 2*markEveryNs; hp.HogCPUNs > hi || hp.HogCPUNs < rest/2 {
+		t.Errorf("hog CPU %.1f ms; want between half and all of the %.1f ms the spinner left it (+ %.1f)", float64(hp.HogCPUNs)/1e6, float64(rest)/1e6, float64(hi-rest)/1e6)
 	}
 }
 

@@ -656,6 +656,8 @@ func (s *Set) End() (*Window, error) {
 			recs = append(recs, r...)
 			w.Pauses.Lost += lost
 			w.Pauses.OffGaps += ps.offGaps - p.pauseAt.offGaps
+			// Its work thread's CPU time: the time it watched its vCPU.
+			w.Pauses.HogCPUNs += max(d.cpuNs-d.sideCPUNs, 0)
 			hist = NewHistogram() // a Hog's histogram words hold its log
 		}
 		t := s.spec.Tasks[i]
