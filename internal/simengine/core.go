@@ -213,7 +213,7 @@ func (s *sim) armRunEnd(c int32) {
 		// The write() runs on from the last update_curr() uncommitted
 		// (runEnd), and the read() follows it at once; neither reads the
 		// clock.
-		rem -= s.scaleExec(s.now - s.rqs[s.ents[t.se].rq].currStart)
+		rem -= s.scaleExec(s.now - s.rqs[t.rq].currStart)
 		s.setRunEnd(c, s.now+s.unscaleExec(max(rem, 0)))
 		return
 	}
@@ -248,14 +248,14 @@ func (s *sim) runEnd(c int32) {
 		// A PingPong write(): no clock read, so no update_curr(); the
 		// wake-up at its end sees curr's vruntime as of the last one
 		// (burstDone).
-		if s.ents[t.se].sumExec+s.scaleExec(s.now-s.rqs[s.ents[t.se].rq].currStart) < t.workEnd {
+		if s.ents[t.se].sumExec+s.scaleExec(s.now-s.rqs[t.rq].currStart) < t.workEnd {
 			s.armRunEnd(c)
 			return
 		}
 		s.burstDone(ti)
 		return
 	}
-	s.updateCurr(s.ents[t.se].rq)
+	s.updateCurr(t.rq)
 	if s.ents[t.se].sumExec < t.workEnd {
 		s.armRunEnd(c)
 		return

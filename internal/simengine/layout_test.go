@@ -47,6 +47,7 @@ func TestHotLayout(t *testing.T) {
 		{"cfsRq.avgLoad", unsafe.Offsetof(r.avgLoad) + 7},
 		{"cfsRq.hNr", unsafe.Offsetof(r.hNr) + 3},
 		{"cfsRq.onList (second line)", unsafe.Offsetof(r.onList) - line},
+		{"task.rq", unsafe.Offsetof(k.rq) + 3},
 		{"task.wakeAt", unsafe.Offsetof(k.wakeAt) + 7},
 		{"task.pl", unsafe.Offsetof(k.pl) + unsafe.Sizeof(k.pl) - 1},
 		{"cpuState.ttwuPending", unsafe.Offsetof(c.ttwuPending) + 3},

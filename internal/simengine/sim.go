@@ -180,10 +180,13 @@ type taskGroup struct {
 // in the first two, the latency record in the third.
 type task struct {
 	// First cache line.
-	se     int32
-	tg     int32 // -1: root
-	cpu    int32
-	group  int32 // input group index
+	se  int32
+	tg  int32 // -1: root
+	cpu int32
+	// rq is the queue the task's entity is on (ents[se].rq, set with it
+	// by placeTaskOnCPU): the run-end and wake-up paths read it beside se
+	// instead of after it.
+	rq     int32
 	policy uint8
 	kind   uint8
 	state  uint8
@@ -239,7 +242,8 @@ type task struct {
 	// (Pattern.RunJitterNs).
 	jitterNs int64
 	sleptAt  int64 // when the task last blocked (coldWake)
-	_        [40]byte
+	group    int32 // input group index
+	_        [36]byte
 }
 
 // taskPattern is the numeric part of a task's Pattern (its Type is kind).
@@ -790,6 +794,7 @@ func (s *sim) placeTaskOnCPU(ti, c int32) {
 		e.parent = -1
 		e.depth = 0
 	}
+	t.rq = e.rq
 }
 
 // start forks every task at time 0: fork balancing picks a CPU, runnable
@@ -1178,7 +1183,7 @@ func (s *sim) hNrIdleQueued(c int32) int32 {
 // walks at a throttled queue).
 func (s *sim) countDelayed(ti int32, d int32) {
 	t := &s.tasks[ti]
-	if s.throttledHierarchy(s.ents[t.se].rq) {
+	if s.throttledHierarchy(t.rq) {
 		return
 	}
 	cpu := &s.cpus[t.cpu]

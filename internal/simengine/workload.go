@@ -193,7 +193,7 @@ func (s *sim) burstDone(ti int32) {
 			// writer past it. WF_SYNC does not spare the waker that
 			// check (ttwu_do_activate() and ttwu_runnable() call
 			// wakeup_preempt() for every wake-up, v6.1..v6.18).
-			exec := se.sumExec + s.scaleExec(s.now-s.rqs[se.rq].currStart)
+			exec := se.sumExec + s.scaleExec(s.now-s.rqs[t.rq].currStart)
 			t.pingPhase = pingRead
 			t.workEnd = exec + pingReadNs
 			s.wakeTask(t.partner, t.cpu, true)
