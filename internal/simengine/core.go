@@ -192,23 +192,25 @@ func (s *sim) switchIn(c, ti int32, fromIdle bool) {
 	if cost > 0 && t.workEnd != never && t.kind != patForeign {
 		t.workEnd += s.scaleExec(cost)
 	}
-	s.armRunEnd(c)
+	s.armRunEndOf(c, t)
 	if s.trace != nil {
 		s.trace("cpu%d run task%d", c, ti)
 	}
 }
 
 // armRunEnd schedules the end of the running task's current CPU burst.
-func (s *sim) armRunEnd(c int32) {
-	cpu := &s.cpus[c]
-	t := &s.tasks[cpu.curr]
+func (s *sim) armRunEnd(c int32) { s.armRunEndOf(c, &s.tasks[s.cpus[c].curr]) }
+
+// armRunEndOf is armRunEnd with the CPU's running task t at hand.
+func (s *sim) armRunEndOf(c int32, t *task) {
 	if t.workEnd == never {
-		if cpu.runEndT != never {
+		if s.cpus[c].runEndT != never {
 			s.setRunEnd(c, never)
 		}
 		return
 	}
-	rem := t.workEnd - s.ents[t.se].sumExec
+	e := &s.ents[t.se]
+	rem := t.workEnd - e.sumExec
 	if t.kind == patPingPong && t.pingPhase != pingWork {
 		// The write() runs on from the last update_curr() uncommitted
 		// (runEnd), and the read() follows it at once; neither reads the
@@ -227,7 +229,7 @@ func (s *sim) armRunEnd(c int32) {
 	// LatencyProbe does no spinning (its 2 µs of modelled work is the
 	// recording of its sample).
 	if s.eevdf && readsCPUClock(t.kind) {
-		rem = min(rem, s.clockReadSliceEnd(t.se))
+		rem = min(rem, clockReadSliceEndOf(e))
 	}
 	s.setRunEnd(c, s.now+s.unscaleExec(rem))
 }
@@ -249,7 +251,7 @@ func (s *sim) runEnd(c int32) {
 		// wake-up at its end sees curr's vruntime as of the last one
 		// (burstDone).
 		if s.ents[t.se].sumExec+s.scaleExec(s.now-s.rqs[t.rq].currStart) < t.workEnd {
-			s.armRunEnd(c)
+			s.armRunEndOf(c, t)
 			return
 		}
 		s.burstDone(ti)
@@ -257,7 +259,7 @@ func (s *sim) runEnd(c int32) {
 	}
 	s.updateCurr(t.rq)
 	if s.ents[t.se].sumExec < t.workEnd {
-		s.armRunEnd(c)
+		s.armRunEndOf(c, t)
 		return
 	}
 	s.burstDone(ti)

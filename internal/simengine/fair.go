@@ -202,6 +202,16 @@ func (s *sim) entityEligible(cq, se int32) bool {
 	return avg >= (s.ents[se].vruntime-r.minV)*load
 }
 
+// currEligible is entityEligible of r's curr, e (r.curr's entity).
+func currEligible(r *cfsRq, e *entity) bool {
+	avg, load := r.avgSum, r.avgLoad
+	if r.currOn {
+		avg += (e.vruntime - r.minV) * e.weight
+		load += e.weight
+	}
+	return avg >= (e.vruntime-r.minV)*load
+}
+
 // updateEntityLag is update_entity_lag() (v6.6): vlag = V - v, clamped to
 // the lag a request of max(2*slice, TICK_NSEC) could build up.
 func (s *sim) updateEntityLag(cq, se int32) {
@@ -255,8 +265,10 @@ func (s *sim) updateDeadline(cq, se int32) {
 // and a new deadline, a reweight or cancel_protect_slice() breaks the
 // equality). v6.17+: while vruntime < se->vprot (set_protect_slice()); the
 // feature only shapes the protection when it is set.
-func (s *sim) protectSlice(se int32) bool {
-	e := &s.ents[se]
+func (s *sim) protectSlice(se int32) bool { return s.protectSliceOf(&s.ents[se]) }
+
+// protectSliceOf is protectSlice of an entity held by pointer.
+func (s *sim) protectSliceOf(e *entity) bool {
 	if !e.protectOK {
 		return false
 	}
@@ -489,33 +501,45 @@ func (s *sim) updateCurr(cq int32) {
 
 func (s *sim) updateCurrSlow(cq int32) {
 	// updateCurr checked that now > exec_start (kept in r.currStart
-	// while the entity is curr).
+	// while the entity is curr). The queue and its curr are held by
+	// pointer throughout (the arrays are sized at build and never move),
+	// so the steps below (update_min_vruntime() included) index neither
+	// again.
 	r := &s.rqs[cq]
 	cur := r.curr
 	e := &s.ents[cur]
+	now := s.now
 	start := r.currStart
-	delta := s.now - start
-	r.currStart = s.now
-	d := s.scaleExec(delta)
+	r.currStart = now
+	d := s.scaleExec(now - start)
 	e.sumExec += d
 	e.vruntime += calcDeltaFair(d, e)
 	if s.eevdf && e.vruntime-e.deadline >= 0 {
 		s.updateDeadline(cq, cur) // the request is used up
 	}
-	if s.didPreemptShort && r.nr > 1 && !s.protectSlice(cur) && !s.entityEligible(cq, cur) {
+	if s.didPreemptShort && r.nr > 1 && !s.protectSliceOf(e) && !currEligible(r, e) {
 		// update_curr() (v6.12..v6.16): did_preempt_short(), a curr whose
 		// slice protection was cancelled (a shorter-slice wake-up, a new
 		// deadline or a reweight) is rescheduled once it is not eligible.
 		s.reschedCurr(r.cpu, false)
-	} else if s.vprot && r.nr > 1 && !s.protectSlice(cur) {
+	} else if s.vprot && r.nr > 1 && !s.protectSliceOf(e) {
 		// update_curr() (v6.17+, "Always trigger resched at the end of a
 		// protected period"): past its protection, curr is rescheduled
 		// whenever another entity is queued, eligible or not.
 		s.reschedCurr(r.cpu, false)
 	}
-	s.updateMinVruntime(cq)
+	// update_min_vruntime() (updateMinVruntime) with curr at hand.
+	v := r.leftV // never when the tree is empty
+	if r.currOn {
+		v = min(v, e.vruntime)
+	}
+	if v != never {
+		dv := max(v-r.minV, 0)
+		r.avgSum -= r.avgLoad * dv
+		r.minV += dv
+	}
 	if e.task >= 0 {
-		s.accountTask(e.task, start, s.now)
+		s.accountTask(e.task, start, now)
 	}
 	if r.hasQuota {
 		s.accountCfsRqRuntime(cq, d)

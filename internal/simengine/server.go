@@ -352,8 +352,10 @@ func (s *sim) serviceDone(ti int32) {
 // others are queued, taken on the system call's return), not at the next
 // tick. The run end armed here makes runEnd call updateCurr then; a burst
 // that is not over re-arms for the next request.
-func (s *sim) clockReadSliceEnd(se int32) int64 {
-	e := &s.ents[se]
+func (s *sim) clockReadSliceEnd(se int32) int64 { return clockReadSliceEndOf(&s.ents[se]) }
+
+// clockReadSliceEndOf is clockReadSliceEnd of an entity held by pointer.
+func clockReadSliceEndOf(e *entity) int64 {
 	v := e.deadline - e.vruntime
 	if v <= 0 {
 		return 0

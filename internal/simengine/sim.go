@@ -217,6 +217,7 @@ type task struct {
 	pendingSync bool
 	timerWake   bool // the pending or last wake-up is a timer's
 	latFloat    bool
+	hIdle       bool  // taskHIdle(), fixed at build (policies and cpu.idle do not change)
 	waitReason  int64 // reason time carried by a pending wake event
 	ops         int64
 
@@ -721,6 +722,7 @@ func (s *sim) build() {
 	}
 	for i := range s.tasks {
 		if s.taskHIdle(int32(i)) {
+			s.tasks[i].hIdle = true
 			s.anySchedIdle = true
 		}
 	}
@@ -1188,7 +1190,7 @@ func (s *sim) countDelayed(ti int32, d int32) {
 	}
 	cpu := &s.cpus[t.cpu]
 	cpu.nrDelayed += d
-	if s.taskHIdle(ti) {
+	if t.hIdle {
 		cpu.idleDelayed += d
 	}
 }

@@ -180,7 +180,7 @@ func (s *sim) burstDone(ti int32) {
 			// partner runs pingWriteNs past it, uncommitted.
 			t.pingPhase = pingWrite
 			t.workEnd = se.sumExec + pingWriteNs
-			s.armRunEnd(t.cpu)
+			s.armRunEndOf(t.cpu, t)
 		case pingWrite:
 			if inWin {
 				t.ops++
@@ -202,7 +202,7 @@ func (s *sim) burstDone(ti int32) {
 				// still runnable; the read() comes when it runs again.
 				return
 			}
-			s.armRunEnd(t.cpu)
+			s.armRunEndOf(t.cpu, t)
 		case pingRead:
 			// read(): it blocks until the reply comes, or the reply is
 			// there (a wake-up came while the task ran) and read()
