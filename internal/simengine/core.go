@@ -291,8 +291,9 @@ func (s *sim) addHNr(ti int32, d int32) {
 	if t.policy == polIdle {
 		idle = d
 	}
-	for se := t.se; se >= 0; se = s.ents[se].parent {
-		r := &s.rqs[s.ents[se].rq]
+	for se := t.se; se >= 0; {
+		e := &s.ents[se]
+		r := &s.rqs[e.rq]
 		r.hNr += d
 		r.idleHNr += idle
 		if r.idle {
@@ -301,6 +302,7 @@ func (s *sim) addHNr(ti int32, d int32) {
 		if r.throttled {
 			break
 		}
+		se = e.parent
 	}
 	s.setIdle(t.cpu, s.cpuIdle(t.cpu))
 }

@@ -191,15 +191,17 @@ func (s *sim) avgVruntime(cq int32) int64 {
 
 // entityEligible is entity_eligible()/vruntime_eligible() (v6.6): lag >= 0,
 // i.e. v_i <= V, without the division.
-func (s *sim) entityEligible(cq, se int32) bool {
-	r := &s.rqs[cq]
+func (s *sim) entityEligible(cq, se int32) bool { return s.eligibleIn(&s.rqs[cq], &s.ents[se]) }
+
+// eligibleIn is entityEligible of entity e on queue r, both held by pointer.
+func (s *sim) eligibleIn(r *cfsRq, e *entity) bool {
 	avg, load := r.avgSum, r.avgLoad
 	if r.currOn {
 		c := &s.ents[r.curr]
 		avg += (c.vruntime - r.minV) * c.weight
 		load += c.weight
 	}
-	return avg >= (s.ents[se].vruntime-r.minV)*load
+	return avg >= (e.vruntime-r.minV)*load
 }
 
 // currEligible is entityEligible of r's curr, e (r.curr's entity).
@@ -495,6 +497,13 @@ func (s *sim) updateMinVruntime(cq int32) {
 // charge the group's bandwidth.
 func (s *sim) updateCurr(cq int32) {
 	if r := &s.rqs[cq]; r.curr >= 0 && s.now > r.currStart {
+		s.updateCurrSlow(cq)
+	}
+}
+
+// updateCurrIn is updateCurr with the queue (r = &rqs[cq]) at hand.
+func (s *sim) updateCurrIn(cq int32, r *cfsRq) {
+	if r.curr >= 0 && s.now > r.currStart {
 		s.updateCurrSlow(cq)
 	}
 }
@@ -893,13 +902,14 @@ func (s *sim) dequeueEntities(se int32, flags int, one, idle int32) bool {
 	first := true
 	throttled := false
 	for se >= 0 {
-		cq := s.ents[se].rq
+		e := &s.ents[se]
+		cq := e.rq
 		r := &s.rqs[cq]
 		if s.eevdf && s.feat.delayDequeue && flags&deqSleep != 0 && flags&deqDelayed == 0 {
-			s.updateCurr(cq)
-			if !s.entityEligible(cq, se) {
-				s.updateRqLoad(cq)
-				s.ents[se].delayed = true
+			s.updateCurrIn(cq, r)
+			if !s.eligibleIn(r, e) {
+				s.updateRqLoadIn(cq, r)
+				e.delayed = true
 				if first {
 					dequeued = false
 				}
@@ -908,19 +918,19 @@ func (s *sim) dequeueEntities(se int32, flags int, one, idle int32) bool {
 				if r.idle {
 					idle = one
 				}
-				se = s.ents[se].parent
+				se = e.parent
 				throttled = r.throttled
 				break
 			}
 		}
 		s.dequeueEntity(cq, se, flags)
-		s.ents[se].delayed = false
+		e.delayed = false
 		r.hNr -= one
 		r.idleHNr -= idle
 		if r.idle {
 			idle = one
 		}
-		se = s.ents[se].parent
+		se = e.parent
 		if r.throttled {
 			throttled = true
 			break
@@ -939,20 +949,21 @@ func (s *sim) dequeueEntities(se int32, flags int, one, idle int32) bool {
 		first = false
 	}
 	if !throttled {
-		for ; se >= 0; se = s.ents[se].parent {
-			cq := s.ents[se].rq
+		for se >= 0 {
+			e := &s.ents[se]
+			cq := e.rq
+			r := &s.rqs[cq]
 			// A task that was delayed itself returns from dequeue_entities()
 			// (v6.12) before this walk: the group entities above keep their
 			// load and weight (no update_cfs_group()); only the runnable
 			// counts drop (set_delayed(), v6.13).
 			if dequeued {
-				s.updateRqLoad(cq)
+				s.updateRqLoadIn(cq, r)
 				s.updateCfsGroup(se)
 				if s.groupSlice {
 					s.propagateSlice(se)
 				}
 			}
-			r := &s.rqs[cq]
 			r.hNr -= one
 			r.idleHNr -= idle
 			if r.idle {
@@ -961,6 +972,7 @@ func (s *sim) dequeueEntities(se int32, flags int, one, idle int32) bool {
 			if r.throttled {
 				break
 			}
+			se = e.parent
 		}
 	}
 	return dequeued
@@ -1262,13 +1274,13 @@ func (s *sim) putPrevEntity(cq, se int32) {
 // picking at each level with the level's current entity still in place.
 func (s *sim) pickNextTaskFair(c int32) int32 {
 	cq := s.cpus[c].root
-	if s.rqs[cq].nr == 0 {
+	r := &s.rqs[cq]
+	if r.nr == 0 {
 		return -1
 	}
 	for {
-		r := &s.rqs[cq]
 		if r.currOn {
-			s.updateCurr(cq)
+			s.updateCurrIn(cq, r)
 		}
 		se := s.pickNextEntity(cq)
 		if se < 0 {
@@ -1280,7 +1292,8 @@ func (s *sim) pickNextTaskFair(c int32) int32 {
 			// is dequeued for real; pick again from the top.
 			s.finishDelayedDequeue(se)
 			cq = s.cpus[c].root
-			if s.rqs[cq].nr == 0 {
+			r = &s.rqs[cq]
+			if r.nr == 0 {
 				return -1
 			}
 			continue
@@ -1289,6 +1302,7 @@ func (s *sim) pickNextTaskFair(c int32) int32 {
 			return e.task
 		}
 		cq = e.my
+		r = &s.rqs[cq]
 	}
 }
 
@@ -1366,17 +1380,23 @@ func (s *sim) checkPreemptWakeup(c, ti, wakerCPU int32) {
 	}
 	se := cur.se
 	// find_matching_se(): walk both up to siblings on the same queue.
-	for s.ents[se].depth > s.ents[pse].depth {
-		se = s.ents[se].parent
+	// Entities on one queue have the same depth: siblings (the common
+	// case) need no walk.
+	es, ep := &s.ents[se], &s.ents[pse]
+	if es.rq != ep.rq {
+		for s.ents[se].depth > s.ents[pse].depth {
+			se = s.ents[se].parent
+		}
+		for s.ents[pse].depth > s.ents[se].depth {
+			pse = s.ents[pse].parent
+		}
+		for s.ents[se].rq != s.ents[pse].rq {
+			se = s.ents[se].parent
+			pse = s.ents[pse].parent
+		}
+		es, ep = &s.ents[se], &s.ents[pse]
 	}
-	for s.ents[pse].depth > s.ents[se].depth {
-		pse = s.ents[pse].parent
-	}
-	for s.ents[se].rq != s.ents[pse].rq {
-		se = s.ents[se].parent
-		pse = s.ents[pse].parent
-	}
-	cIdle, pIdle := s.ents[se].idle, s.ents[pse].idle
+	cIdle, pIdle := es.idle, ep.idle
 	// Preempt an idle group in favor of a non-idle group (and don't preempt
 	// in the inverse case).
 	if cIdle && !pIdle {

@@ -1296,6 +1296,13 @@ func (s *sim) updateRqLoad(cq int32) {
 	}
 }
 
+// updateRqLoadIn is updateRqLoad with the queue (r = &rqs[cq]) at hand.
+func (s *sim) updateRqLoadIn(cq int32, r *cfsRq) {
+	if s.now-r.loadAvg.t >= 1<<peltPeriodShift {
+		s.updateRqLoadSlow(cq)
+	}
+}
+
 func (s *sim) updateRqLoadSlow(cq int32) {
 	r := &s.rqs[cq]
 	r.loadAvg.update(s.pt, s.now, float64(r.load))
