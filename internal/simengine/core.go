@@ -254,7 +254,7 @@ func (s *sim) runEnd(c int32) {
 			s.armRunEndOf(c, t)
 			return
 		}
-		s.burstDone(ti)
+		s.burstDone(ti, t)
 		return
 	}
 	s.updateCurr(t.rq)
@@ -262,7 +262,7 @@ func (s *sim) runEnd(c int32) {
 		s.armRunEndOf(c, t)
 		return
 	}
-	s.burstDone(ti)
+	s.burstDone(ti, t)
 }
 
 // blockTask is the task going to sleep: deactivate_task(DEQUEUE_SLEEP), a

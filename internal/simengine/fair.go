@@ -412,6 +412,12 @@ func (s *sim) pickNextEntity(cq int32) int32 {
 	if s.eevdf {
 		return s.pickEEVDF(cq, true)
 	}
+	return s.pickNextEntityCFS(cq)
+}
+
+// pickNextEntityCFS is pickNextEntity for CFS (v6.1), apart so that the
+// EEVDF case inlines into its callers.
+func (s *sim) pickNextEntityCFS(cq int32) int32 {
 	r := &s.rqs[cq]
 	left := r.leftmost
 	if r.currOn {

@@ -964,6 +964,14 @@ func (s *sim) loop() {
 // flushResched runs __schedule() on every CPU whose need_resched was set
 // while handling the event (the return to user mode honours it at once).
 func (s *sim) flushResched() {
+	if len(s.pending) > 0 {
+		s.flushReschedSlow()
+	}
+}
+
+// flushReschedSlow is flushResched with CPUs pending (most events leave
+// none: the check above inlines into the event loop).
+func (s *sim) flushReschedSlow() {
 	for i := 0; i < len(s.pending); i++ {
 		c := s.pending[i]
 		if s.cpus[c].needResched {

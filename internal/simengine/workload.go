@@ -102,10 +102,10 @@ func (s *sim) pingRun(t *task) int64 {
 // messageJitter is the next value of the message-work stream (53 bits).
 func (s *sim) messageJitter() uint64 { return splitmix64(&s.jitterRnd) >> 11 }
 
-// burstDone is called when the running task ti has consumed its current
-// burst; it starts the next burst or puts the task to sleep.
-func (s *sim) burstDone(ti int32) {
-	t := &s.tasks[ti]
+// burstDone is called when the running task ti (t = &tasks[ti]) has
+// consumed its current burst; it starts the next burst or puts the task to
+// sleep.
+func (s *sim) burstDone(ti int32, t *task) {
 	se := &s.ents[t.se]
 	inWin := s.inWindow()
 	switch t.kind {
