@@ -798,18 +798,20 @@ func (s *sim) enqueueTask(ti int32, flags int) {
 	// still queued as delayed only requeues it; the walk up the hierarchy
 	// counts it as runnable again (clear_delayed(), v6.13) but leaves the
 	// group entities' load and weight alone (no update_cfs_group()).
-	requeued := s.ents[se].onRq && s.ents[se].delayed
-	if requeued && s.ents[se].task >= 0 {
+	e0 := &s.ents[se]
+	requeued := e0.onRq && e0.delayed
+	if requeued && e0.task >= 0 {
 		s.countDelayed(ti, -1)
 	}
-	for ; se >= 0; se = s.ents[se].parent {
-		if s.ents[se].onRq {
-			if s.ents[se].delayed {
+	for se >= 0 {
+		e := &s.ents[se]
+		if e.onRq {
+			if e.delayed {
 				s.requeueDelayedEntity(se)
 			}
 			break
 		}
-		cq := s.ents[se].rq
+		cq := e.rq
 		s.enqueueEntity(cq, se, flags)
 		r := &s.rqs[cq]
 		r.hNr++
@@ -822,18 +824,20 @@ func (s *sim) enqueueTask(ti int32, flags int) {
 			break
 		}
 		flags = enqWakeup
+		se = e.parent
 	}
 	if !throttled && se >= 0 {
-		for ; se >= 0; se = s.ents[se].parent {
-			cq := s.ents[se].rq
+		for se >= 0 {
+			e := &s.ents[se]
+			cq := e.rq
+			r := &s.rqs[cq]
 			if !requeued {
-				s.updateRqLoad(cq)
+				s.updateRqLoadIn(cq, r)
 				s.updateCfsGroup(se)
 				if s.groupSlice {
 					s.propagateSlice(se)
 				}
 			}
-			r := &s.rqs[cq]
 			r.hNr++
 			r.idleHNr += idle
 			if r.idle {
@@ -842,6 +846,7 @@ func (s *sim) enqueueTask(ti int32, flags int) {
 			if r.throttled {
 				break
 			}
+			se = e.parent
 		}
 	}
 	if !requeued && s.nrRunning(c) >= 2 {
@@ -1257,9 +1262,10 @@ func (s *sim) setNextEntity(cq, se int32) {
 			e.protectOK = true
 		}
 	}
-	s.rqs[cq].curr = se
-	s.rqs[cq].currStart = s.now // exec_start; written back to the entity at put
-	s.rqs[cq].currOn = e.onRq
+	r := &s.rqs[cq]
+	r.curr = se
+	r.currStart = s.now // exec_start; written back to the entity at put
+	r.currOn = e.onRq
 	e.prevSumExec = e.sumExec
 }
 
@@ -1267,13 +1273,14 @@ func (s *sim) setNextEntity(cq, se int32) {
 // tree.
 func (s *sim) putPrevEntity(cq, se int32) {
 	e := &s.ents[se]
+	r := &s.rqs[cq]
 	if e.onRq {
-		s.updateCurr(cq)
+		s.updateCurrIn(cq, r)
 		s.enqueueTree(cq, se)
 	}
-	e.execStart = s.rqs[cq].currStart
-	s.rqs[cq].curr = -1
-	s.rqs[cq].currOn = false
+	e.execStart = r.currStart
+	r.curr = -1
+	r.currOn = false
 }
 
 // pickNextTaskFair is pick_next_task_fair() (v6.6): walk down from the root,
