@@ -59,3 +59,34 @@ func TestHotLayout(t *testing.T) {
 		}
 	}
 }
+
+// task.rq caches the queue of the task's entity (placeTaskOnCPU sets both,
+// and nothing else moves a task's entity): after runs with migrations the
+// two agree for every task.
+func TestTaskQueueCache(t *testing.T) {
+	for _, sch := range bothSchedulers {
+		s := startedSim(t, goldenInput(sch))
+		first := make([]int32, len(s.tasks))
+		for i := range s.tasks {
+			first[i] = s.tasks[i].cpu
+		}
+		moved := 0
+		end := s.end
+		for step := int64(1); step <= 4; step++ {
+			s.end = end * step / 4
+			s.loop()
+			for i := range s.tasks {
+				k := &s.tasks[i]
+				if got, want := k.rq, s.ents[k.se].rq; got != want {
+					t.Fatalf("%s: task %d at %d ns: task.rq = %d, its entity's queue is %d", sch, i, s.now, got, want)
+				}
+				if k.cpu != first[i] {
+					moved++
+				}
+			}
+		}
+		if moved == 0 {
+			t.Fatalf("%s: no task changed CPU, so the cache was never tested", sch)
+		}
+	}
+}
