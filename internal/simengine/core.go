@@ -65,12 +65,13 @@ func (s *sim) schedule(c int32) {
 	if prev >= 0 && !prevPut {
 		// Put the previous hierarchy and set the next one below their
 		// common ancestor only, as pick_next_task_fair() does.
-		pse, nse := s.tasks[prev].se, s.tasks[next].se
-		if s.ents[pse].parent == s.ents[nse].parent {
-			// Siblings (two tasks of one group, the common case): only
-			// their own level changes.
-			s.putPrevEntity(s.ents[pse].rq, pse)
-			s.setNextEntity(s.ents[nse].rq, nse)
+		tp, tn := &s.tasks[prev], &s.tasks[next]
+		pse, nse := tp.se, tn.se
+		if tp.rq == tn.rq {
+			// Siblings (two tasks of one group, the common case: one
+			// queue, so one parent): only their own level changes.
+			s.putPrevEntity(tp.rq, pse)
+			s.setNextEntity(tn.rq, nse)
 		} else {
 			stack := s.scratch[:0]
 			for s.ents[pse].depth > s.ents[nse].depth {
@@ -312,7 +313,8 @@ func (s *sim) addHNr(ti int32, d int32) {
 // runnable where it is; with DELAY_ZERO a positive lag it gained while
 // waiting is dropped.
 func (s *sim) requeueDelayedEntity(se int32) {
-	cq := s.ents[se].rq
+	e := &s.ents[se]
+	cq := e.rq
 	r := &s.rqs[cq]
 	// No update_curr() first (v6.12..v6.18): update_entity_lag() and
 	// place_entity() below see curr's vruntime as of its last update.
@@ -320,16 +322,16 @@ func (s *sim) requeueDelayedEntity(se int32) {
 	// waker that ran since then (a PingPong writer's write(), from its
 	// last clock read to the wake-up) moves past the wakee placed at that
 	// stale average and is no longer eligible: the wakee preempts it.
-	s.updateRqLoad(cq)
+	s.updateRqLoadIn(cq, r)
 	if s.feat.delayZero {
 		s.updateEntityLag(cq, se)
-		if s.ents[se].vlag > 0 {
+		if e.vlag > 0 {
 			inTree := r.curr != se
 			if inTree {
 				s.dequeueTree(cq, se)
 			}
 			r.nr--
-			s.ents[se].vlag = 0
+			e.vlag = 0
 			s.placeEntity(cq, se, 0)
 			r.nr++
 			if inTree {
@@ -337,7 +339,7 @@ func (s *sim) requeueDelayedEntity(se int32) {
 			}
 		}
 	}
-	s.ents[se].delayed = false
+	e.delayed = false
 }
 
 // tick is scheduler_tick() on every CPU at once (ticks are not skewed by
