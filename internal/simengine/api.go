@@ -309,6 +309,11 @@ type Pattern struct {
 	PeriodNs int64 `json:"periodNs,omitempty"`
 	// IntervalNs is the LatencyProbe interval.
 	IntervalNs int64 `json:"intervalNs,omitempty"`
+	// PhaseNs, when above 0, puts a LatencyProbe's deadlines on a grid:
+	// multiples of IntervalNs plus PhaseNs (below IntervalNs), the agent's
+	// Task.PhaseNs (its first deadline is the first grid point at least an
+	// interval after the start). 0: the phase is drawn at random.
+	PhaseNs int64 `json:"phaseNs,omitempty"`
 	// MeanRunNs and MeanSleepNs are the Burst means (exponential
 	// distributions). A Foreign task runs bursts of MeanRunNs on average,
 	// Erlang-distributed of shape 4 (a coefficient of variation of 0.5),

@@ -412,13 +412,16 @@ func (s *sim) tick() {
 
 // armTimer arms the timer of a sleep until at (clock_nanosleep(), an
 // hrtimer on the task's CPU with the task's timer slack: hrtimer_start_range_ns()
-// in kernel/time/hrtimer.c). The timer's soft expiry is at, its hard expiry
-// at+slack; the clock event device is programmed for the hard expiry, and
-// __hrtimer_run_queues() expires every timer whose soft expiry has passed
-// whenever any hrtimer interrupt runs on that CPU. The one other timer the
-// simulator knows is the tick, which runs on a busy CPU only (NO_HZ_IDLE):
-// a tick between the two expiries on a busy CPU ends the sleep early
-// (timerSoftExpiry). The wake-up then pays the timer interrupt's cost.
+// in kernel/time/hrtimer.c, v6.18). The timer's soft expiry is at, its hard
+// expiry at+slack; it is queued on the CPU's timer queue in the order of
+// hard expiries (enqueue_hrtimer(): the timerqueue is keyed by the hard
+// expiry, equal keys after the ones already queued), and the clock event
+// device is programmed for the earliest hard expiry (hrtimer_reprogram()).
+// Whichever interrupt runs on that CPU, a timer's own or the tick, expires
+// every queued timer whose soft expiry has passed (hrtimerInterrupt). The
+// tick runs on a busy CPU only (NO_HZ_IDLE), so a tick between a timer's
+// two expiries ends its sleep early on a busy CPU (timerSoftExpiry). The
+// wake-up then pays the timer interrupt's cost.
 func (s *sim) armTimer(ti int32, at int64) {
 	t := &s.tasks[ti]
 	t.waitReason = at
@@ -426,19 +429,69 @@ func (s *sim) armTimer(ti int32, at int64) {
 	t.pendingSync = false
 	t.timerWake = true
 	s.drawFloor(ti)
+	if t.timerArmed {
+		// hrtimer_start_range_ns() on a queued timer removes it first.
+		s.dequeueTimer(ti)
+	}
+	s.enqueueTimer(ti)
 	s.pushTimer(ti, at)
 }
 
+// enqueueTimer queues ti's sleep timer on its CPU's timer queue after every
+// timer whose hard expiry is not later (enqueue_hrtimer() ->
+// timerqueue_add(), v6.18).
+func (s *sim) enqueueTimer(ti int32) {
+	t := &s.tasks[ti]
+	hard := t.waitReason + t.slack
+	cpu := &s.cpus[t.cpu]
+	i := len(cpu.timers)
+	for i > 0 {
+		o := &s.tasks[cpu.timers[i-1]]
+		if o.waitReason+o.slack <= hard {
+			break
+		}
+		i--
+	}
+	cpu.timers = append(cpu.timers, 0)
+	copy(cpu.timers[i+1:], cpu.timers[i:])
+	cpu.timers[i] = ti
+	t.timerArmed = true
+	t.timerCPU = t.cpu
+}
+
+// dequeueTimer takes ti's sleep timer off its CPU's timer queue.
+func (s *sim) dequeueTimer(ti int32) {
+	t := &s.tasks[ti]
+	cpu := &s.cpus[t.timerCPU]
+	for i, x := range cpu.timers {
+		if x == ti {
+			cpu.timers = append(cpu.timers[:i], cpu.timers[i+1:]...)
+			break
+		}
+	}
+	t.timerArmed = false
+}
+
 // pushTimer queues the next expiry check of ti's timer at or after from:
-// the first tick in [from, hard expiry), else the hard expiry.
+// the first tick in [from, hard expiry), else the hard expiry's interrupt.
+// The check's sequence number is the timer's (timerSeq): an expiry by
+// another interrupt makes it stale.
 func (s *sim) pushTimer(ti int32, from int64) {
 	t := &s.tasks[ti]
 	hard := t.waitReason + t.slack
+	t.timerSeq = s.seq
 	if tk := (from + s.tickNs - 1) / s.tickNs * s.tickNs; tk < hard {
 		s.push(event{t: tk, kind: evTimerSoft, a: ti})
 		return
 	}
-	s.push(event{t: hard + s.floorTab[t.floorIdx].timer, kind: evWake, a: ti})
+	s.push(event{t: max(hard+s.floorTab[t.floorIdx].timer, from), kind: evWake, a: ti})
+}
+
+// timerLive reports whether a timer event of ti is its timer's pending
+// check, not one left by a timer another interrupt expired or re-armed.
+func (s *sim) timerLive(ti int32, seq uint64) bool {
+	t := &s.tasks[ti]
+	return t.timerArmed && t.timerSeq == seq
 }
 
 // timerSoftExpiry is a tick at which ti's timer is past its soft expiry:
@@ -446,11 +499,46 @@ func (s *sim) pushTimer(ti int32, from int64) {
 // the CPU is busy, so its tick is running; an idle CPU sleeps on.
 func (s *sim) timerSoftExpiry(ti int32) {
 	t := &s.tasks[ti]
-	if s.cpus[t.cpu].curr >= 0 {
+	if s.cpus[t.timerCPU].curr >= 0 {
+		t.timerSeq = s.seq
 		s.push(event{t: s.now + s.floorTab[t.floorIdx].timer, kind: evWake, a: ti})
 		return
 	}
 	s.pushTimer(ti, s.now+1)
+}
+
+// hrtimerInterrupt is the timer interrupt on ti's timer CPU that ti's
+// pending check stands for (its hard expiry's, or a tick's on a busy CPU):
+// hrtimer_interrupt() -> __hrtimer_run_queues() (v6.18) walks the CPU's
+// timer queue in order and runs every timer whose soft expiry is not after
+// now, stopping at the first that is; each run is hrtimer_wakeup(), which
+// wakes its task there and then (try_to_wake_up()), so a sleep whose soft
+// expiry has passed ends at another timer's interrupt, in queue order. The
+// schedule that follows (on the return from the interrupt) sees all of
+// them queued. If the walk stopped before ti (a timer ahead of it, with
+// less slack, is not due yet), ti's timer waits for the next check.
+func (s *sim) hrtimerInterrupt(ti int32) {
+	c := s.tasks[ti].timerCPU
+	cpu := &s.cpus[c]
+	n := 0
+	for n < len(cpu.timers) && s.tasks[cpu.timers[n]].waitReason <= s.now {
+		n++
+	}
+	run := append(s.expired[:0], cpu.timers[:n]...)
+	cpu.timers = append(cpu.timers[:0], cpu.timers[n:]...)
+	self := false
+	for _, x := range run {
+		s.tasks[x].timerArmed = false
+		self = self || x == ti
+	}
+	for _, x := range run {
+		t := &s.tasks[x]
+		s.tryToWakeUp(x, t.waker, t.pendingSync, t.waitReason)
+	}
+	s.expired = run[:0]
+	if !self {
+		s.pushTimer(ti, s.now+1)
+	}
 }
 
 // wakeTask wakes ti on behalf of the task running on wakerCPU (a pipe write).

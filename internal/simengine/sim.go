@@ -243,8 +243,15 @@ type task struct {
 	// (Pattern.RunJitterNs).
 	jitterNs int64
 	sleptAt  int64 // when the task last blocked (coldWake)
-	group    int32 // input group index
-	_        [36]byte
+	// The sleep's hrtimer while it is queued on its CPU's timer queue
+	// (cpuState.timers): the sequence number of its one pending expiry
+	// check (evWake or evTimerSoft; an event with another is stale: the
+	// timer was expired by another timer's interrupt), and its CPU.
+	timerSeq   uint64
+	group      int32 // input group index
+	timerCPU   int32
+	timerArmed bool
+	_          [23]byte
 }
 
 // taskPattern is the numeric part of a task's Pattern (its Type is kind).
@@ -299,7 +306,11 @@ type cpuState struct {
 	// hNrIdleQueued() add these.
 	nrDelayed   int32
 	idleDelayed int32
-	_           [32]byte
+	// timers is the CPU's hrtimer queue of sleeps (the clock base's
+	// timerqueue): tasks whose sleep timer is armed here, in the order of
+	// their hard expiries, equal ones in the order they were armed.
+	timers []int32
+	_      [8]byte
 }
 
 type event struct {
@@ -385,6 +396,7 @@ type sim struct {
 	cpus  []cpuState
 
 	servers  []server // Server replicas (server.go)
+	expired  []int32  // hrtimerInterrupt's scratch: the timers one interrupt runs
 	pending  []int32
 	rt       *runEndTree // earliest run end over CPUs
 	rp       int32       // leaves of rt in use (a power of two >= nCPU)
@@ -851,7 +863,12 @@ func (s *sim) start() {
 			t.state = tsSleeping
 			s.armTimer(ti, t.release)
 		case patProbe:
-			t.release = t.rng.Int64N(t.pat.IntervalNs)
+			if ph := s.in.Groups[t.group].Pattern.PhaseNs; ph > 0 {
+				// The agent's firstDeadline() for a start at 0.
+				t.release = 2*t.pat.IntervalNs + ph
+			} else {
+				t.release = t.rng.Int64N(t.pat.IntervalNs)
+			}
 			t.state = tsSleeping
 			s.armTimer(ti, t.release)
 		case patServer:
@@ -937,10 +954,13 @@ func (s *sim) loop() {
 			}
 			continue
 		case evWake:
-			t := &s.tasks[e.a]
-			s.tryToWakeUp(e.a, t.waker, t.pendingSync, t.waitReason)
+			if s.timerLive(e.a, e.seq) {
+				s.hrtimerInterrupt(e.a)
+			}
 		case evTimerSoft:
-			s.timerSoftExpiry(e.a)
+			if s.timerLive(e.a, e.seq) {
+				s.timerSoftExpiry(e.a)
+			}
 		case evPeriod:
 			s.periodTimer(e.a, e.t)
 		case evArrival:

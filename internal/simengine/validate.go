@@ -393,6 +393,9 @@ func validatePattern(where string, g *Group) error {
 	if p.RunJitterNs != 0 && p.Type != PingPong {
 		return fmt.Errorf("%s: runJitterNs is for a PingPong pattern only", where)
 	}
+	if p.PhaseNs != 0 && (p.Type != LatencyProbe || p.PhaseNs < 0 || p.PhaseNs >= p.IntervalNs) {
+		return fmt.Errorf("%s: phaseNs is for a LatencyProbe pattern only, between 0 and its intervalNs (excluded)", where)
+	}
 	switch p.Type {
 	case "", Hog:
 	case Periodic:

@@ -1,0 +1,85 @@
+package simengine
+
+import (
+	"bytes"
+	"testing"
+)
+
+// Two LatencyProbes on a 2 ms grid, each in its own cgroup, pinned to CPU
+// 1 beside four hogs (6.18, HZ 250), the second probe's grid 20 µs before
+// the first's: both timers are on CPU 1, and the interrupt for the earlier
+// one's hard expiry (its deadline plus 50 µs of slack) comes after the
+// later one's soft expiry, so __hrtimer_run_queues() runs both timers in
+// that one interrupt, earlier hard expiry first (hrtimerInterrupt). The
+// probe woken second then runs first: placed with its lag after the first,
+// it pulls the queue's average vruntime below the first one's vruntime, so
+// at the pick the first is not eligible (place_entity(), entity_eligible(),
+// v6.18).
+//
+// The node (the same layout with a C probe pair, traced, 2026-12-07): one
+// interrupt ended both sleeps in 4999 of 5001 periods with the 500 µs
+// slice on the earlier probe and in 4975 of 5000 with equal slices; the
+// second-woken probe ran first in 4946 of 5001 and 4783 of 4975; the
+// first-woken one's p50 was 87-92 µs against 57-62 µs (user space).
+// Without the shared interrupt each probe wakes at its own hard expiry,
+// 20 µs apart, and neither waits for the other.
+func TestOneTimerInterruptEndsBothSleeps(t *testing.T) {
+	const (
+		interval = 2_000_000
+		phase    = 500_000
+		delta    = 20_000
+	)
+	for _, slice := range []int64{500_000, 0} {
+		var trace bytes.Buffer
+		in := Input{
+			Node: Node{CPUs: 2, HZ: 250, Kernel: "6.18.44",
+				Constants: Constants{TimerExpiryNs: 15_000, WakeupNs: 3_000, IdleExitNs: 20_000, CtxSwitchNs: 5_000, WakeupCPUNs: 10_000, TimerArmCPUNs: NoCost}},
+			Groups: []Group{
+				{Name: "hogs", Tasks: 4},
+				{Name: "later", Tasks: 1, CPUs: []int32{1}, Pattern: Pattern{Type: LatencyProbe, IntervalNs: interval, PhaseNs: phase}},
+				{Name: "earlier", Tasks: 1, CPUs: []int32{1}, SliceNs: slice, Pattern: Pattern{Type: LatencyProbe, IntervalNs: interval, PhaseNs: phase - delta}},
+			},
+			DurationNs: 5e9, WarmupNs: 5e8, Seed: 1, Trace: &trace,
+		}
+		r := mustRun(t, in)
+		later := probeWaits(t, trace.Bytes(), 4, in.WarmupNs)
+		earlier := probeWaits(t, trace.Bytes(), 5, in.WarmupNs)
+		if len(later) < 2400 || len(earlier) < 2400 {
+			t.Fatalf("slice %d: %d and %d wake-ups in 5 s, want about 2500 each", slice, len(later), len(earlier))
+		}
+		for _, ws := range [][]probeWait{later, earlier} {
+			for _, w := range ws {
+				// No sleep ends before its soft expiry: a timer that
+				// another interrupt ran leaves no check behind that
+				// could end its next sleep.
+				if off := (w.wake - phase + delta) % interval; off < 0 || off > interval/2 {
+					t.Fatalf("slice %d: a wake-up at %d ns, %d ns past the earlier grid: before a deadline", slice, w.wake, off)
+				}
+			}
+		}
+		var shared, secondFirst int
+		j := 0
+		for _, a := range later {
+			for j < len(earlier) && earlier[j].wake < a.wake {
+				j++
+			}
+			if j < len(earlier) && earlier[j].wake == a.wake {
+				shared++
+				if a.ran < earlier[j].ran {
+					secondFirst++
+				}
+			}
+		}
+		if shared < len(later)*95/100 {
+			t.Errorf("slice %d: %d of %d wake-ups of the later probe at the same instant as the earlier's, want at least 95%% (one interrupt; node 4999 of 5001)", slice, shared, len(later))
+		}
+		if secondFirst < shared*90/100 {
+			t.Errorf("slice %d: the second-woken probe ran first in %d of %d shared interrupts, want at least 90%% (node 4946 of 5001, 4783 of 4975)", slice, secondFirst, shared)
+		}
+		pl := group(t, r, "later").Metrics.WakeupLatencyUs.P50
+		pe := group(t, r, "earlier").Metrics.WakeupLatencyUs.P50
+		if pe-pl < 20 {
+			t.Errorf("slice %d: p50 %.1f µs for the first-woken probe, %.1f µs for the second-woken: want the first at least 20 µs later (node 87-92 against 57-62)", slice, pe, pl)
+		}
+	}
+}
