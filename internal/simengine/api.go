@@ -65,8 +65,9 @@ func (t Topology) IsZero() bool { return t == Topology{} }
 // Constants are what a wake-up costs on the node, beyond the scheduler's
 // decisions. Each is physics of the wake-up path, not a fit: a timer sleep
 // ends at the hrtimer's hard expiry (the deadline plus the task's timer
-// slack, or the first tick after the deadline on a busy CPU, see armTimer),
-// then pays TimerExpiryNs; a wake-up by another task pays WakeupNs; a CPU
+// slack), or earlier at the first tick after the deadline on a busy CPU or
+// at another sleep's timer interrupt on its CPU (see armTimer), then pays
+// TimerExpiryNs; a wake-up by another task pays WakeupNs; a CPU
 // that was idle pays IdleExitNs; the switch to the woken task pays
 // CtxSwitchNs; and every wake-up costs the task WakeupCPUNs of CPU (plus
 // TimerArmCPUNs for a timer sleep). Zero means the default

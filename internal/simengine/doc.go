@@ -72,9 +72,11 @@
 //   - The latency floor, from the node's Constants (defaults in
 //     DefaultConstants, never zero unless asked): a timer sleep ends at its
 //     hrtimer's hard expiry (deadline + the task's timer slack, 50 µs by
-//     default) or at the first tick past the deadline on a busy CPU
-//     (hrtimer_interrupt() expires every timer past its soft expiry), then
-//     pays the timer interrupt; a wake-up onto an idle CPU other than the
+//     default), or earlier at any timer interrupt on its CPU past the
+//     deadline: the first tick on a busy CPU, or another sleep's hard
+//     expiry (hrtimer_interrupt() expires every queued timer past its soft
+//     expiry, in hard-expiry order, so two sleeps within a slack of each
+//     other end together), then pays the timer interrupt; a wake-up onto an idle CPU other than the
 //     waker's goes through that CPU's wake list and pays the wake-up path
 //     (ttwu_queue_cond(): the IPI), while onto the waker's own CPU or a
 //     busy one the waker enqueues the task at once; a CPU leaving idle pays
@@ -104,8 +106,11 @@
 //     energy-aware placement.
 //   - Only the fair class: no RT/deadline tasks, no kernel threads beyond
 //     Calibration.BackgroundLoad.
-//   - The only hrtimers are the tasks' sleeps and the tick: another task's
-//     timer interrupt does not expire a sleep past its soft expiry early.
+//   - The only hrtimers are the tasks' sleeps and the tick (not the
+//     bandwidth period timer, nor other kernel timers), each sleep's on the
+//     CPU it went to sleep on. A LatencyProbe's grid starts at a random
+//     phase, a run's later probes relative to the one before them as the
+//     agent's workers start (probeStart), unless Pattern.PhaseNs sets it.
 //     The idle exit and the context switch are charged to the woken task.
 //   - Buddies only as CFS (v6.1) has them by default: the next buddy of a
 //     wake-up preemption and of a sleeping task's group, LAST_BUDDY, and

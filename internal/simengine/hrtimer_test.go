@@ -2,6 +2,7 @@ package simengine
 
 import (
 	"bytes"
+	"slices"
 	"testing"
 )
 
@@ -81,5 +82,52 @@ func TestOneTimerInterruptEndsBothSleeps(t *testing.T) {
 		if pe-pl < 20 {
 			t.Errorf("slice %d: p50 %.1f µs for the first-woken probe, %.1f µs for the second-woken: want the first at least 20 µs later (node 87-92 against 57-62)", slice, pe, pl)
 		}
+	}
+}
+
+// A run's LatencyProbes start their grids as the agent's workers do
+// (probeStart): the custom-slice pair (a plain 2 ms probe, then a 2 ms probe
+// with a 500 µs slice, in task order) traced on the node in 29 starts
+// (2026-12-07): 3 started together, the later task's grid 22-55 µs first;
+// none had the earlier task's grid within a shared interrupt before the
+// later's (nor did any of the 12 campaign windows of session 9: four had
+// the short-slice probe waiting behind the plain one, none the reverse);
+// the others were 88-912 µs apart, median about 210 µs. Independent uniform
+// phases put the two grids within 65 µs either way in 3.25% of starts each
+// and half of all pairs more than 500 µs apart.
+func TestProbeGridsFollowTheAgentsStart(t *testing.T) {
+	const (
+		n        = 2000
+		interval = 2_000_000
+	)
+	var together, reverse int
+	apart := make([]int64, 0, n)
+	for seed := uint64(1); seed <= n; seed++ {
+		s := startedSim(t, Input{Node: Node{CPUs: 2, HZ: 250, Kernel: "6.18.44"}, DurationNs: 1e9, Seed: seed,
+			Groups: []Group{
+				{Name: "hogs", Tasks: 4},
+				{Name: "plain", Tasks: 1, Pattern: Pattern{Type: LatencyProbe, IntervalNs: interval}},
+				{Name: "short", Tasks: 1, SliceNs: 500_000, Pattern: Pattern{Type: LatencyProbe, IntervalNs: interval}},
+			}})
+		d := s.tasks[5].release - s.tasks[4].release // the later task's grid against the earlier's
+		d = ((d+interval/2)%interval+interval)%interval - interval/2
+		switch {
+		case d >= -55_000 && d <= -20_000:
+			together++
+		case d > 0 && d < 65_000:
+			reverse++
+		default:
+			apart = append(apart, max(d, -d))
+		}
+	}
+	if together < n*7/100 || together > n*13/100 {
+		t.Errorf("%d of %d starts with the later probe's grid 20-55 µs first, want 7-13%% (node 3 of 29)", together, n)
+	}
+	if reverse > 0 {
+		t.Errorf("%d of %d starts with the earlier probe's grid within 65 µs first, want none (node 0 of 29 and 0 of 12 windows)", reverse, n)
+	}
+	slices.Sort(apart)
+	if m := apart[len(apart)/2]; m < 150_000 || m > 350_000 {
+		t.Errorf("the other starts %d µs apart at the median, want 150-350 µs (node about 210)", m/1000)
 	}
 }

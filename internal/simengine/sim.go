@@ -816,6 +816,9 @@ func (s *sim) placeTaskOnCPU(ti, c int32) {
 // first sleep with a seeded random phase.
 func (s *sim) start() {
 	s.ev = make([]event, 0, 64+len(s.tasks)*2)
+	// The LatencyProbes' grids as the agent's start makes them (probeStart).
+	var probeAt int64
+	probes := 0
 	for i := range s.tasks {
 		ti := int32(i)
 		t := &s.tasks[ti]
@@ -867,7 +870,9 @@ func (s *sim) start() {
 				// The agent's firstDeadline() for a start at 0.
 				t.release = 2*t.pat.IntervalNs + ph
 			} else {
-				t.release = t.rng.Int64N(t.pat.IntervalNs)
+				t.release = probeStart(t, probeAt, probes > 0)
+				probeAt = t.release
+				probes++
 			}
 			t.state = tsSleeping
 			s.armTimer(ti, t.release)
@@ -883,6 +888,49 @@ func (s *sim) start() {
 	}
 	s.push(event{t: s.tickNs, kind: evTick})
 	s.flushResched()
+}
+
+// The agent's start of a run's LatencyProbes, measured on the development
+// machine (custom-slice's two 2 ms probes, 29 worker starts traced,
+// 2026-12-07). A probe's first deadline is an interval after its worker
+// started its loop (nodeagent/workload firstDeadline()), and the agent
+// sends "go" to the workers in task order, so their grids are not
+// independent: 26 of the 29 pairs started 88-912 µs apart (median about
+// 210 µs), either one first, and 3 started together on one CPU, each time
+// the later task's grid first: 22, 55 and 55 µs before the earlier's (in
+// the one start traced from "go", the later task was woken second and ran
+// first).
+// Two grids that close share a timer interrupt (hrtimerInterrupt), and
+// then the later task's probe is woken first and waits.
+const (
+	probeCoStartP     = 0.10   // 3 of 29
+	probeCoStartMinNs = 20_000 // the later task's grid this much before the earlier's
+	probeCoStartMaxNs = 55_000
+	probeApartMinNs   = 80_000 // otherwise apart by a log-uniform draw in [min, max) (node: 88-912 µs)
+	probeApartMaxNs   = 1_000_000
+)
+
+// probeStart is the first deadline of a LatencyProbe without a phase: the
+// run's first probe draws it uniformly over its interval (its start against
+// the tick's grid); a later one starts relative to the probe before it in
+// task order (prev, the first deadline drawn for it), as the agent's
+// workers do (see probeCoStartP), from the probe's own stream.
+func probeStart(t *task, prev int64, havePrev bool) int64 {
+	iv := t.pat.IntervalNs
+	if !havePrev {
+		return t.rng.Int64N(iv)
+	}
+	var at int64
+	if t.rng.Float64() < probeCoStartP {
+		at = prev - probeCoStartMinNs - t.rng.Int64N(probeCoStartMaxNs-probeCoStartMinNs+1)
+	} else {
+		d := int64(float64(probeApartMinNs) * math.Pow(float64(probeApartMaxNs)/probeApartMinNs, t.rng.Float64()))
+		if t.rng.IntN(2) == 0 {
+			d = -d
+		}
+		at = prev + d
+	}
+	return (at%iv + iv) % iv
 }
 
 // wakeNewTask is wake_up_new_task(): enqueue with ENQUEUE_INITIAL and check
