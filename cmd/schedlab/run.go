@@ -163,6 +163,7 @@ func run(ctx context.Context, stdout, stderr io.Writer, f *runFlags, args []stri
 		}
 		cal := experiment.WithWindowNoise(st.Calibration, st.Windows, cpus)
 		popts.Foreign = experiment.ForeignTasks(cpus, spec.Duration.Duration, st.Windows)
+		popts.GridPhases = experiment.WindowGridPhases(st.Windows)
 		if n, cpu := experiment.ForeignSummary(popts.Foreign); n > 0 {
 			fmt.Fprintf(stderr, "predictions run %d threads of other processes beside the workload (%.3f CPUs, the windows' mean per variant)\n", n, cpu)
 		}

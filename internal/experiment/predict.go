@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -87,6 +88,13 @@ type PredictOptions struct {
 	// variant name: the node's other processes as its windows measured
 	// them (ForeignTasks). They are in no prediction's metrics.
 	Foreign map[string][]simengine.Group
+	// GridPhases are, per variant name, the deadline grids' phases of the
+	// variant's measured windows (WindowGridPhases), each window's per
+	// group name: replica i of a prediction (seed Seed+i) takes window
+	// i mod their number, so the seeds replay where the node's windows put
+	// the periodic tasks' grids, against each other and the tick. None
+	// (older runs; Simulate mode): the simulator draws them.
+	GridPhases map[string][]map[string][]int64
 }
 
 // DefaultReplicas is the number of seeds a prediction runs when
@@ -112,8 +120,10 @@ var simSlots = make(chan struct{}, runtime.GOMAXPROCS(0))
 
 // runReplicas runs in with seeds in.Seed, in.Seed+1, … (n of them) at once,
 // one goroutine each (the simulator is single-threaded and keeps no shared
-// state), and returns the results in seed order.
-func runReplicas(in simengine.Input, n int) ([]*simengine.Result, error) {
+// state), and returns the results in seed order. With phases, replica i
+// runs with phases[i mod len(phases)] (per group name) as its groups'
+// GridPhasesNs.
+func runReplicas(in simengine.Input, n int, phases []map[string][]int64) ([]*simengine.Result, error) {
 	out := make([]*simengine.Result, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
@@ -125,11 +135,62 @@ func runReplicas(in simengine.Input, n int) ([]*simengine.Result, error) {
 			defer func() { <-simSlots }()
 			r := in
 			r.Seed = in.Seed + uint64(i)
+			if len(phases) > 0 {
+				r.Groups = withGridPhases(in.Groups, phases[i%len(phases)])
+			}
 			out[i], errs[i] = simengine.Run(r)
 		}(i)
 	}
 	wg.Wait()
 	return out, errors.Join(errs...)
+}
+
+// withGridPhases is a copy of groups with each named group's GridPhasesNs
+// set from phases (the others as they are).
+func withGridPhases(groups []simengine.Group, phases map[string][]int64) []simengine.Group {
+	out := slices.Clone(groups)
+	for i := range out {
+		if ph, ok := phases[out[i].Name]; ok {
+			out[i].GridPhasesNs = ph
+		}
+	}
+	return out
+}
+
+// WindowGridPhases collects the grid phases the agent recorded
+// (GroupMeasurement.gridPhasesNs) per variant: one map per window that
+// has any, from group name to the group's phases, in window order (the
+// nodes' windows one node after another). Unsupported windows are
+// skipped. nil when no window has phases (runs before the agent recorded
+// them).
+func WindowGridPhases(nodes ...[]v1alpha1.WindowResult) map[string][]map[string][]int64 {
+	var out map[string][]map[string][]int64
+	for _, ws := range nodes {
+		for i := range ws {
+			w := &ws[i]
+			if w.Unsupported != "" {
+				continue
+			}
+			var m map[string][]int64
+			for _, g := range w.Groups {
+				if len(g.GridPhasesNs) == 0 {
+					continue
+				}
+				if m == nil {
+					m = map[string][]int64{}
+				}
+				m[g.Name] = g.GridPhasesNs
+			}
+			if m == nil {
+				continue
+			}
+			if out == nil {
+				out = map[string][]map[string][]int64{}
+			}
+			out[w.Variant] = append(out[w.Variant], m)
+		}
+	}
+	return out
 }
 
 // summarizeReplicas is the mean of each metric over the replicas and its
@@ -410,7 +471,7 @@ func simulateVariant(spec *v1alpha1.SchedExperimentSpec, vi int, shape v1alpha1.
 		return nil, err
 	}
 	n := Replicas(spec, opts)
-	runs, err := runReplicas(in, n)
+	runs, err := runReplicas(in, n, opts.GridPhases[spec.Variants[vi].Name])
 	if err != nil {
 		return nil, fmt.Errorf("simulating variant %q on %s: %w", spec.Variants[vi].Name, ShapeName(shape), err)
 	}

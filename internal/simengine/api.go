@@ -355,6 +355,17 @@ type Group struct {
 	// cgroup (the manifest's cpus pins a whole group). It has Tasks
 	// entries and takes the place of CPUs.
 	TaskCPUs [][]int32 `json:"taskCPUs,omitempty"`
+	// GridPhasesNs, when set, places each task's deadline grid (LatencyProbe,
+	// Periodic; one entry per task, replica by replica, then task by task):
+	// task k sleeps to GridPhasesNs[k] plus multiples of its interval (or
+	// period), from the first such time after 0. Simulated time 0 stands
+	// for a CLOCK_MONOTONIC time that is a multiple of every interval and
+	// of the tick period (the node's ticks expire at multiples of it), so
+	// phases as the agent records them (NodeRun gridPhasesNs: a task's
+	// first deadline modulo its interval) put the grids against each other
+	// and against the tick as they lay in that window. Empty: drawn at
+	// random (probeStart for a LatencyProbe), or Pattern.PhaseNs.
+	GridPhasesNs []int64 `json:"gridPhasesNs,omitempty"`
 	// Session, when set, puts the tasks outside any cgroup in that session,
 	// which autogroup turns into one task group per session.
 	Session string `json:"session,omitempty"`

@@ -108,9 +108,12 @@
 //     Calibration.BackgroundLoad.
 //   - The only hrtimers are the tasks' sleeps and the tick (not the
 //     bandwidth period timer, nor other kernel timers), each sleep's on the
-//     CPU it went to sleep on. A LatencyProbe's grid starts at a random
-//     phase, a run's later probes relative to the one before them as the
-//     agent's workers start (probeStart), unless Pattern.PhaseNs sets it.
+//     CPU it went to sleep on. A LatencyProbe's or Periodic's grid lies
+//     where Group.GridPhasesNs puts it (the phases the agent recorded in a
+//     window, against each other and the tick); without them a Periodic's
+//     starts at a random phase, a LatencyProbe's too, a run's later probes
+//     relative to the one before them as the agent's workers start
+//     (probeStart), unless Pattern.PhaseNs sets it.
 //     The idle exit and the context switch are charged to the woken task.
 //   - Buddies only as CFS (v6.1) has them by default: the next buddy of a
 //     wake-up preemption and of a sleeping task's group, LAST_BUDDY, and

@@ -131,3 +131,47 @@ func TestProbeGridsFollowTheAgentsStart(t *testing.T) {
 		t.Errorf("the other starts %d µs apart at the median, want 150-350 µs (node about 210)", m/1000)
 	}
 }
+
+// Group.GridPhasesNs places the grids where the agent recorded them (first
+// deadline modulo the interval, simulated time 0 on every grid's and the
+// tick's multiple): each task's first deadline is its phase (a phase of 0
+// is a whole interval), a Periodic's too, whatever the seed; without
+// phases the seeds draw them.
+func TestGridPhasesPlaceTheGrids(t *testing.T) {
+	in := func(seed uint64, phases bool) Input {
+		in := Input{Node: Node{CPUs: 2, HZ: 250, Kernel: "6.18.44"}, DurationNs: 1e9, Seed: seed,
+			Groups: []Group{
+				{Name: "hogs", Tasks: 2},
+				{Name: "probes", Replicas: 2, Tasks: 1, Pattern: Pattern{Type: LatencyProbe, IntervalNs: 2_000_000}},
+				{Name: "frame", Tasks: 1, Pattern: Pattern{Type: Periodic, RunNs: 1_000_000, PeriodNs: 40_000_000}},
+			}}
+		if phases {
+			in.Groups[1].GridPhasesNs = []int64{1_234_567, 0}
+			in.Groups[2].GridPhasesNs = []int64{13_713_284}
+		}
+		return in
+	}
+	want := []int64{1_234_567, 2_000_000, 13_713_284}
+	drawn := map[int64]bool{}
+	for seed := uint64(1); seed <= 5; seed++ {
+		s := startedSim(t, in(seed, true))
+		for i, w := range want {
+			if got := s.tasks[2+i].release; got != w {
+				t.Errorf("seed %d: task %d's first deadline %d, want %d", seed, 2+i, got, w)
+			}
+		}
+		drawn[startedSim(t, in(seed, false)).tasks[2].release] = true
+	}
+	if len(drawn) < 4 {
+		t.Errorf("without phases five seeds drew %d first deadlines, want them drawn", len(drawn))
+	}
+	bad := in(1, true)
+	bad.Groups[1].GridPhasesNs = []int64{2_000_000, 0}
+	if _, err := Run(bad); err == nil {
+		t.Errorf("a phase of a whole interval was accepted")
+	}
+	bad.Groups[1].GridPhasesNs = []int64{5}
+	if _, err := Run(bad); err == nil {
+		t.Errorf("one phase for two tasks was accepted")
+	}
+}

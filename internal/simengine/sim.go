@@ -819,9 +819,24 @@ func (s *sim) start() {
 	// The LatencyProbes' grids as the agent's start makes them (probeStart).
 	var probeAt int64
 	probes := 0
+	// nth counts each input group's tasks: task k of a group takes
+	// GridPhasesNs[k] (its first deadline the first grid point after 0).
+	nth := make([]int, len(s.in.Groups))
 	for i := range s.tasks {
 		ti := int32(i)
 		t := &s.tasks[ti]
+		k := nth[t.group]
+		nth[t.group]++
+		gridPhase := func(interval int64) (int64, bool) {
+			ph := s.in.Groups[t.group].GridPhasesNs
+			if k >= len(ph) {
+				return 0, false
+			}
+			if ph[k] == 0 {
+				return interval, true
+			}
+			return ph[k], true
+		}
 		c := s.findIdlestCPUFork()
 		if t.kind == patPingPong && t.partner >= 0 && t.partner < ti {
 			// A pair's second task is forked while the first waits in
@@ -862,11 +877,17 @@ func (s *sim) start() {
 				t.state = tsSleeping
 			}
 		case patPeriodic:
-			t.release = t.rng.Int64N(t.pat.PeriodNs)
+			if ph, ok := gridPhase(t.pat.PeriodNs); ok {
+				t.release = ph
+			} else {
+				t.release = t.rng.Int64N(t.pat.PeriodNs)
+			}
 			t.state = tsSleeping
 			s.armTimer(ti, t.release)
 		case patProbe:
-			if ph := s.in.Groups[t.group].Pattern.PhaseNs; ph > 0 {
+			if ph, ok := gridPhase(t.pat.IntervalNs); ok {
+				t.release = ph
+			} else if ph := s.in.Groups[t.group].Pattern.PhaseNs; ph > 0 {
 				// The agent's firstDeadline() for a start at 0.
 				t.release = 2*t.pat.IntervalNs + ph
 			} else {

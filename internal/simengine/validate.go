@@ -396,6 +396,23 @@ func validatePattern(where string, g *Group) error {
 	if p.PhaseNs != 0 && (p.Type != LatencyProbe || p.PhaseNs < 0 || p.PhaseNs >= p.IntervalNs) {
 		return fmt.Errorf("%s: phaseNs is for a LatencyProbe pattern only, between 0 and its intervalNs (excluded)", where)
 	}
+	if len(g.GridPhasesNs) > 0 {
+		grid := p.IntervalNs
+		if p.Type == Periodic {
+			grid = p.PeriodNs
+		}
+		if p.Type != LatencyProbe && p.Type != Periodic {
+			return fmt.Errorf("%s: gridPhasesNs is for a LatencyProbe or Periodic pattern only", where)
+		}
+		if n := max(g.Replicas, 1) * g.Tasks; len(g.GridPhasesNs) != n {
+			return fmt.Errorf("%s: gridPhasesNs has %d entries, want one per task (%d)", where, len(g.GridPhasesNs), n)
+		}
+		for _, ph := range g.GridPhasesNs {
+			if ph < 0 || ph >= grid {
+				return fmt.Errorf("%s: grid phase %d must lie within 0 and the interval %d (excluded)", where, ph, grid)
+			}
+		}
+	}
 	switch p.Type {
 	case "", Hog:
 	case Periodic:
