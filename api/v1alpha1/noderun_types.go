@@ -525,6 +525,22 @@ type NodeCalibration struct {
 	ColdWake *ColdWakeCalibration `json:"coldWake,omitempty"`
 }
 
+// ColdWakeNeighbour is what the cold wake-up measurement's sleeper slept
+// beside.
+// +kubebuilder:validation:Enum=Process;Thread
+type ColdWakeNeighbour string
+
+const (
+	// ColdWakeNeighbourProcess: a Hog worker process at SCHED_IDLE, as a
+	// workload's tasks are processes beside each other (since the twelfth
+	// session).
+	ColdWakeNeighbourProcess ColdWakeNeighbour = "Process"
+	// ColdWakeNeighbourThread: a SCHED_IDLE thread of the agent itself.
+	// A long sleep pays less beside it: 0.5-0.7 of the Process figure on
+	// the development node.
+	ColdWakeNeighbourThread ColdWakeNeighbour = "Thread"
+)
+
 // ColdWakeCalibration is the calibration window's measurement of what a
 // woken task pays more after a long sleep: a thread sleeps to absolute
 // deadlines on one CPU beside a SCHED_IDLE spinner (every wake-up preempts
@@ -532,6 +548,10 @@ type NodeCalibration struct {
 // and over. The difference of the two lengths' median lateness over the
 // doublings between them (log2 20) is coldWakeNs.
 type ColdWakeCalibration struct {
+	// neighbour is what spun beside the sleeper. Absent in runs recorded
+	// before the field, whose spinner was a Thread.
+	// +optional
+	Neighbour ColdWakeNeighbour `json:"neighbour,omitempty"`
 	// shortP50Ns is the median lateness of the quiet 2 ms sleeps.
 	// +optional
 	ShortP50Ns int64 `json:"shortP50Ns,omitempty"`

@@ -477,13 +477,22 @@ func us(ns int64) float64 { return float64(ns) / 1e3 }
 // wake-up cost (status.calibration.coldWake) and whether the prediction
 // uses it.
 func coldWakeLine(cw *v1alpha1.ColdWakeCalibration) string {
-	seen := fmt.Sprintf("%.1f µs per doubling of a sleep past 2 ms (95 %% %.1f to %.1f; the median 40 ms sleep woke %.1f µs late, the 2 ms one %.1f, of %d and %d quiet sleeps beside a spinner; others took %.3f of the CPU)",
-		us(cw.PerDoublingNs), us(cw.LowNs), us(cw.HighNs), us(cw.LongP50Ns), us(cw.ShortP50Ns), cw.LongSamples, cw.ShortSamples, cw.OtherCPU)
+	seen := fmt.Sprintf("%.1f µs per doubling of a sleep past 2 ms (95 %% %.1f to %.1f; the median 40 ms sleep woke %.1f µs late, the 2 ms one %.1f, of %d and %d quiet sleeps beside a spinner %s; others took %.3f of the CPU)",
+		us(cw.PerDoublingNs), us(cw.LowNs), us(cw.HighNs), us(cw.LongP50Ns), us(cw.ShortP50Ns), cw.LongSamples, cw.ShortSamples, spinnerKind(cw.Neighbour), cw.OtherCPU)
 	if cw.Rejected != "" {
 		return fmt.Sprintf("calibration window: cold wake-up not recorded, %s: %s; the predictions keep the default %.1f µs",
 			cw.Rejected, seen, us(simengine.DefaultConstants().ColdWakeNs))
 	}
 	return "calibration window: cold wake-up " + seen
+}
+
+// spinnerKind names the cold wake-up measurement's neighbour; runs recorded
+// before the field had a thread.
+func spinnerKind(n v1alpha1.ColdWakeNeighbour) string {
+	if n == v1alpha1.ColdWakeNeighbourProcess {
+		return "process"
+	}
+	return "thread"
 }
 
 // loadNodeRun reads a node's run status written by run --output-dir

@@ -157,7 +157,7 @@ func Run(ctx context.Context, spec *v1alpha1.SchedExperimentSpec, opts Options) 
 		// The node's own wake-up path, measured before any knob changes;
 		// the prediction next to this node's measurements uses it. A
 		// failure leaves the simulator's defaults, not the run.
-		if cal, cerr := calib.Measure(ctx, calib.Options{}); cerr != nil {
+		if cal, cerr := calib.Measure(ctx, calib.Options{WorkerBinary: opts.WorkerBinary}); cerr != nil {
 			log.Info("Calibration window failed; predictions use the default constants", "error", cerr.Error())
 		} else {
 			status.Calibration = cal

@@ -4,8 +4,9 @@
 // another, idle one, the CPU time each of those costs the woken thread, the
 // share of the CPUs' time spent in interrupts and steal, and what a timer
 // wake-up on a busy CPU costs more after a 40 ms sleep than after a 2 ms
-// one (the cold wake-up, recorded only when the measurement had its CPU to
-// itself and its interval is narrow). From these it derives the simulator's
+// one beside a spinner process, a workload worker (the cold wake-up,
+// recorded only when the measurement had its CPU to itself and its
+// interval is narrow). From these it derives the simulator's
 // node constants (simengine.Constants) and background load, so that the
 // prediction shown next to this node's measurement uses the node's own
 // wake-up path.
@@ -13,6 +14,9 @@
 // Each measurement runs on locked OS threads pinned to one CPU (the last
 // one, or the last two), with 1 ns of timer slack, and takes medians, so a
 // few disturbed samples do not move it.
+//
+// Imports: the API types, the simulator's constants and package workload
+// (the cold wake-up's spinner is a Hog worker). Start at MeasureRaw.
 package calib
 
 import (
@@ -37,6 +41,14 @@ type Options struct {
 	// ColdCycles of the cold wake-up measurement (one 40 ms and two 2 ms
 	// sleeps each, 44 ms); 0 means 20 (0.88 s), negative: not measured.
 	ColdCycles int
+	// WorkerBinary is the schedlab binary (workload.Spec.WorkerBinary)
+	// that the cold wake-up measurement starts as its spinner: one Hog
+	// worker at SCHED_IDLE on the measurement's CPU, a process of its own
+	// as a workload's tasks are to each other. "" spins on a thread of this
+	// process instead, which the development node showed paying 0.5-0.7 of
+	// what a process neighbour makes a long sleep pay (see
+	// coldWakeLateness).
+	WorkerBinary string
 }
 
 func (o Options) withDefaults() Options {
@@ -122,6 +134,8 @@ const (
 // layout): the quiet sleeps' median lateness at both lengths and what it
 // makes per doubling of the sleep, with a 95 % interval.
 type ColdWake struct {
+	// Neighbour is what the sleeper slept beside (ColdWakeNeighbour).
+	Neighbour           v1alpha1.ColdWakeNeighbour
 	ShortLate, LongLate int64
 	Short, Long         int // quiet sleeps
 	LongMade            int // long sleeps made
@@ -250,6 +264,7 @@ func (r Raw) Calibration(noiseCPU float64) *v1alpha1.NodeCalibration {
 	}
 	if c := r.Cold; c != nil {
 		cal.ColdWake = &v1alpha1.ColdWakeCalibration{
+			Neighbour:  c.Neighbour,
 			ShortP50Ns: c.ShortLate, LongP50Ns: c.LongLate,
 			ShortSamples: int32(c.Short), LongSamples: int32(c.Long),
 			PerDoublingNs: c.PerDoubling, LowNs: c.Low, HighNs: c.High,

@@ -110,12 +110,14 @@ func TestColdWakeFigure(t *testing.T) {
 	if c.Low != 3_586 || c.High != 4_373 {
 		t.Errorf("interval %d..%d ns, want 3586..4373", c.Low, c.High)
 	}
+	c.Neighbour = v1alpha1.ColdWakeNeighbourProcess
 	r := Raw{IdleTimerLate: 60_000, BusyTimerLate: 45_000, LocalWakeLate: 8_000, Cold: c}
 	if got := r.Constants().ColdWakeNs; got != 4_003 {
 		t.Errorf("coldWakeNs %d, want the figure's 4003", got)
 	}
 	cal := r.Calibration(0)
-	if cw := cal.ColdWake; cw == nil || cw.PerDoublingNs != 4_003 || cw.LongSamples != 20 || cw.ShortSamples != 40 || cw.Rejected != "" {
+	if cw := cal.ColdWake; cw == nil || cw.PerDoublingNs != 4_003 || cw.LongSamples != 20 || cw.ShortSamples != 40 || cw.Rejected != "" ||
+		cw.Neighbour != v1alpha1.ColdWakeNeighbourProcess {
 		t.Errorf("status coldWake %+v, want the figure recorded", cw)
 	}
 

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/schedlab/schedlab/api/v1alpha1"
+	"github.com/schedlab/schedlab/internal/nodeagent/workload"
 )
 
 // Measure runs the calibration window on this node (about 2.3 s) and
@@ -82,11 +83,12 @@ func MeasureRaw(ctx context.Context, opts Options) (Raw, float64, error) {
 	}
 	if o.ColdCycles > 0 {
 		steps = append(steps, func() error {
-			s, err := coldWakeLateness(last, o.ColdCycles, true)
+			s, err := coldWakeLateness(ctx, last, o.ColdCycles, o.WorkerBinary)
 			if err != nil {
 				return err
 			}
 			r.Cold = coldWakeFigure(s.short, s.long, coldShortNs, coldLongNs, s.longAll, s.otherCPU)
+			r.Cold.Neighbour = s.neighbour
 			return nil
 		})
 	}
@@ -607,11 +609,17 @@ type coldSamples struct {
 	// kernel accounts apart).
 	otherCPU float64
 	wallNs   int64
+	// neighbour is what spun beside the sleeper, spinnerPID the process
+	// it spun in (this one for a thread).
+	neighbour  v1alpha1.ColdWakeNeighbour
+	spinnerPID int
+	// spinShare: the spinner's CPU time over the step's wall time.
+	spinShare float64
 }
 
 // coldWakeLateness measures what a timer sleep's wake-up costs more after a
-// long sleep than after a short one, on a busy CPU: a SCHED_IDLE thread
-// spins on cpu, and a sleeper pinned there sleeps in cycles of one
+// long sleep than after a short one, on a busy CPU: a SCHED_IDLE spinner
+// runs on cpu, and a sleeper pinned there sleeps in cycles of one
 // coldLongNs sleep and coldShortsPerCycle coldShortNs sleeps, each to an
 // absolute deadline on one grid, with 1 ns of timer slack, and records how
 // late each ended (the vDSO clock read right after the system call
@@ -637,22 +645,29 @@ type coldSamples struct {
 // stop-the-world of the agent's garbage collector waits for the sleeper's
 // next wake-up, at most 40 ms, during the step.
 //
+// The spinner is a Hog worker of worker (a process of its own, at
+// SCHED_IDLE, without its pause detector), or with worker "" a thread of
+// this process. What a long sleep pays more depends on it: on the
+// development node (2-CPU EEVDF 6.18 VM, 2026-12-07) a C sleeper beside a
+// spinner process paid 1.94 µs per doubling more than beside a spinner
+// thread of its own process (95 % interval 1.29-2.59; 24 of 25
+// interleaved rounds; 1.76 times), while the sleeper's cgroup depth (0 to
+// 3), the spinner's class (SCHED_IDLE or normal) and the number of spinner
+// processes (1 to 8) changed nothing beyond the noise. A workload's tasks
+// are processes, so the worker is their neighbour; the thread was the
+// window's spinner in the eleventh session.
+//
 // A sleep counts (is quiet) when the sleeper waited at most
 // quietRunDelayNs on the runqueue after its wake-up (its sched_info
 // run_delay): otherwise another process held the CPU.
-func coldWakeLateness(cpu, cycles int, spin bool) (coldSamples, error) {
+func coldWakeLateness(ctx context.Context, cpu, cycles int, worker string) (coldSamples, error) {
 	var out coldSamples
-	stop := make(chan struct{})
-	defer close(stop)
-	sr := spinReady{tid: -1}
-	if spin {
-		ready := make(chan spinReady, 1)
-		go spinner(cpu, stop, ready)
-		sr = <-ready
-		if sr.err != nil {
-			return out, sr.err
-		}
+	spun, stop, err := startColdSpinner(ctx, cpu, worker)
+	if err != nil {
+		return out, err
 	}
+	defer stop()
+	out.neighbour, out.spinnerPID = spun.neighbour, spun.pid
 	type res struct {
 		s   coldSamples
 		err error
@@ -673,10 +688,7 @@ func coldWakeLateness(cpu, cycles int, spin bool) (coldSamples, error) {
 			long:  make([]int64, 0, cycles),
 		}
 		var slept [2][]int64
-		s0, c0, w0 := int64(0), rawThreadCPU(), nanotime()
-		if sr.tid >= 0 {
-			s0 = threadCPUOf(sr.tid)
-		}
+		s0, c0, w0 := spun.cpu(), rawThreadCPU(), nanotime()
 		d := w0 + coldShortNs
 		rawSleepUntil(d) // start from a short sleep
 		woke := nanotime()
@@ -717,13 +729,11 @@ func coldWakeLateness(cpu, cycles int, spin bool) (coldSamples, error) {
 				}
 			}
 		}
-		s1, c1, w1 := int64(0), rawThreadCPU(), nanotime()
-		if sr.tid >= 0 {
-			s1 = threadCPUOf(sr.tid)
-		}
+		s1, c1, w1 := spun.cpu(), rawThreadCPU(), nanotime()
 		s.wallNs = w1 - w0
 		s.sleptShort, s.sleptLong = median(slept[0]), median(slept[1])
 		if s0 >= 0 && s1 >= 0 {
+			s.spinShare = float64(s1-s0) / float64(w1-w0)
 			s.otherCPU = min(max(1-float64((s1-s0)+(c1-c0))/float64(w1-w0), 0), 1)
 		}
 		return res{s: s}
@@ -731,5 +741,69 @@ func coldWakeLateness(cpu, cycles int, spin bool) (coldSamples, error) {
 	if err != nil {
 		return out, err
 	}
+	r.s.neighbour, r.s.spinnerPID = out.neighbour, out.spinnerPID
 	return r.s, r.err
+}
+
+// coldSpinner is the cold wake-up measurement's running spinner.
+type coldSpinner struct {
+	neighbour v1alpha1.ColdWakeNeighbour
+	pid       int
+	// cpu is the spinner's CPU time so far (all its threads), -1 if it
+	// cannot be read.
+	cpu func() int64
+}
+
+// startColdSpinner starts the cold wake-up measurement's spinner on cpu:
+// a Hog worker of the schedlab binary worker at SCHED_IDLE, or with worker
+// "" a SCHED_IDLE thread of this process (see coldWakeLateness). stop ends
+// it.
+func startColdSpinner(ctx context.Context, cpu int, worker string) (coldSpinner, func(), error) {
+	if worker == "" {
+		stop := make(chan struct{})
+		ready := make(chan spinReady, 1)
+		go spinner(cpu, stop, ready)
+		sr := <-ready
+		if sr.err != nil {
+			close(stop)
+			return coldSpinner{}, nil, sr.err
+		}
+		return coldSpinner{
+			neighbour: v1alpha1.ColdWakeNeighbourThread,
+			pid:       unix.Getpid(),
+			cpu:       func() int64 { return threadCPUOf(sr.tid) },
+		}, func() { close(stop) }, nil
+	}
+	set, err := workload.Start(ctx, workload.Spec{
+		WorkerBinary: worker,
+		RunID:        fmt.Sprintf("calib-cold-%d", unix.Getpid()),
+		Tasks: []workload.Task{{
+			Group:        "calib-cold-spinner",
+			Policy:       "Idle",
+			CPUs:         []int32{int32(cpu)},
+			Pattern:      v1alpha1.Pattern{Type: v1alpha1.PatternHog},
+			Peer:         -1,
+			NoPauseWatch: true,
+		}},
+	})
+	if err != nil {
+		return coldSpinner{}, nil, fmt.Errorf("cold wake-up spinner: %w", err)
+	}
+	pid := set.PIDs()[0]
+	return coldSpinner{
+		neighbour: v1alpha1.ColdWakeNeighbourProcess,
+		pid:       pid,
+		cpu:       func() int64 { return processCPUOf(pid) },
+	}, func() { _ = set.Stop() }, nil
+}
+
+// processCPUOf is the CPU time of process pid, all its threads, through
+// its CPU clock (MAKE_PROCESS_CPUCLOCK(pid, CPUCLOCK_SCHED) in
+// include/linux/posix-timers.h); -1 if it cannot be read.
+func processCPUOf(pid int) int64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(int32((^pid)<<3|2), &ts); err != nil {
+		return -1
+	}
+	return ts.Nano()
 }

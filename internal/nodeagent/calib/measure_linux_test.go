@@ -9,13 +9,19 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/schedlab/schedlab/api/v1alpha1"
 )
 
 // The window on this machine: every figure is a real, positive duration in
 // the range a wake-up path takes (not a default, not a timeout), and the
 // paths are ordered as the hardware orders them.
 func TestMeasureThisNode(t *testing.T) {
-	r, noise, err := MeasureRaw(context.Background(), Options{})
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, noise, err := MeasureRaw(context.Background(), Options{WorkerBinary: exe})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,6 +48,8 @@ func TestMeasureThisNode(t *testing.T) {
 		t.Errorf("cold wake-up measurement %+v: want 20 long sleeps made by default, some of each length quiet", r.Cold)
 	} else if got := r.Constants().ColdWakeNs; (r.Cold.Rejected == "") != (got > 0) {
 		t.Errorf("cold wake-up rejected %q but coldWakeNs %d: want it set exactly when accepted", r.Cold.Rejected, got)
+	} else if r.Cold.Neighbour != v1alpha1.ColdWakeNeighbourProcess {
+		t.Errorf("cold wake-up beside a %q: want a worker Process, given the worker binary", r.Cold.Neighbour)
 	}
 	if r.BackgroundLoad < 0 || r.BackgroundLoad > 0.5 {
 		t.Errorf("background load %.3f: want the small share a spinner loses", r.BackgroundLoad)
@@ -161,13 +169,22 @@ func TestColdWakeThisNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	const cycles = 16
-	s, err := coldWakeLateness(cpus[len(cpus)-1], cycles, true)
+	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
+	s, err := coldWakeLateness(context.Background(), cpus[len(cpus)-1], cycles, exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The spinner is a worker process, as a workload's tasks are each
+	// other's neighbours, not a thread of this one.
+	if s.neighbour != v1alpha1.ColdWakeNeighbourProcess || s.spinnerPID <= 0 || s.spinnerPID == os.Getpid() {
+		t.Errorf("spinner %q in process %d (the test is %d): want a Process of its own", s.neighbour, s.spinnerPID, os.Getpid())
+	}
 	c := coldWakeFigure(s.short, s.long, coldShortNs, coldLongNs, s.longAll, s.otherCPU)
-	t.Logf("wall %.3f s, slept %.3f and %.3f ms, others %.3f of the CPU; %+v", float64(s.wallNs)/1e9,
-		float64(s.sleptShort)/1e6, float64(s.sleptLong)/1e6, s.otherCPU, c)
+	t.Logf("wall %.3f s, slept %.3f and %.3f ms, spinner %.3f and others %.3f of the CPU; %+v", float64(s.wallNs)/1e9,
+		float64(s.sleptShort)/1e6, float64(s.sleptLong)/1e6, s.spinShare, s.otherCPU, c)
 	if s.longAll != cycles || s.shortAll != cycles*coldShortsPerCycle {
 		t.Errorf("%d long and %d short sleeps, want %d and %d", s.longAll, s.shortAll, cycles, cycles*coldShortsPerCycle)
 	}
@@ -181,6 +198,11 @@ func TestColdWakeThisNode(t *testing.T) {
 		}
 		t.Logf("others took %.3f of the CPU: the figure and the sleeps' lengths are not judged", s.otherCPU)
 		return
+	}
+	// The spinner held the CPU between the wake-ups (its CPU time is read
+	// and counted: otherwise others would seem to have taken it).
+	if s.spinShare < 0.8 {
+		t.Errorf("the spinner ran %.3f of the step's wall time, want most of it", s.spinShare)
 	}
 	if s.sleptLong < 39_500_000 || s.sleptLong > 40_500_000 {
 		t.Errorf("the long sleeps lasted %d ns at the median, want 40 ms", s.sleptLong)
