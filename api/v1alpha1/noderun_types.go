@@ -241,6 +241,13 @@ type NoiseThread struct {
 	// block, which a wake-up ends. CPU time over wakeups is its mean burst
 	// of work per wake-up, however often others preempted it.
 	Wakeups int64 `json:"wakeups"`
+	// wait is the time it spent runnable on a run queue without a CPU
+	// over the window, as a fraction of the window (the second field of
+	// /proc/PID/task/TID/schedstat, run_delay). A thread that others keep
+	// waiting (an idle-class build beside hogs) is runnable, not asleep,
+	// for that time. Absent in runs of older agents.
+	// +optional
+	Wait float64 `json:"wait,omitempty"`
 	// policy is its scheduling policy: Other, Batch, Idle, FIFO, RR or
 	// Deadline.
 	// +optional

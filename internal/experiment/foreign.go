@@ -75,6 +75,7 @@ type foreignAcc struct {
 	src     v1alpha1.NoiseSource // the last window's description
 	th      v1alpha1.NoiseThread
 	cpuNs   float64 // CPU time over the variant's windows
+	waitNs  float64 // time runnable without a CPU over the variant's windows
 	wakeups int64
 }
 
@@ -86,8 +87,14 @@ type foreignAcc struct {
 // (a window it is absent from counts as none), each window taken to last
 // duration (the spec's: the agent's sampling interval is that long to
 // within its sampling). Its bursts have the mean CPU time per wake-up;
-// a thread that never blocked has one burst per window. It runs in its
-// scheduling group:
+// a thread that never blocked has one burst per window. Its sleeps are
+// the rest of the window less the time it waited runnable on a run queue
+// (NoiseThread.Wait when the agent measured it; all of its time off a CPU
+// in a window it never blocked in, when not): an idle-class build
+// that hogs keep waiting is queued nearly all the time, and its group
+// entity sits on the root run queue, where it moves the average vruntime
+// the wake-up picks compare against (docs/latency-tail.md, twelfth
+// session). It runs in its scheduling group:
 //   - a kernel thread, or a process of the root cgroup without an
 //     autogroup, in the root task group (Root);
 //   - a process of the root cgroup with an autogroup, in a session of its
@@ -136,6 +143,14 @@ func ForeignTasks(cpus int32, duration time.Duration, nodes ...[]v1alpha1.Window
 					}
 					a.src, a.th = *s, *t
 					a.cpuNs += t.CPU * secs * 1e9
+					wait := t.Wait
+					if wait == 0 && t.Wakeups == 0 {
+						// It never blocked in the window: off a CPU it
+						// was waiting on a run queue all of it (a run of
+						// an agent that did not measure the wait).
+						wait = max(1-t.CPU, 0)
+					}
+					a.waitNs += wait * secs * 1e9
 					a.wakeups += max(t.Wakeups, 1)
 				}
 			}
@@ -165,6 +180,10 @@ func ForeignTasks(cpus int32, duration time.Duration, nodes ...[]v1alpha1.Window
 			pin, _ := foreignThread(&a.th, cpus)
 			run := a.cpuNs / float64(a.wakeups)
 			period := n * secs * 1e9 / float64(a.wakeups) // wall time per wake-up
+			// Off a CPU it either sleeps or waits on a run queue; only the
+			// sleep is the pattern's, the wait comes back in the
+			// simulation as the simulated CPUs keep it waiting.
+			wait := a.waitNs / float64(a.wakeups)
 			g := simengine.Group{
 				Name:   fmt.Sprintf("foreign:%d/%s/%d/%d", k.node, k.name, k.pid, k.tid),
 				Tasks:  1,
@@ -173,7 +192,7 @@ func ForeignTasks(cpus int32, duration time.Duration, nodes ...[]v1alpha1.Window
 				CPUs:   pin,
 				Pattern: simengine.Pattern{Type: simengine.Foreign,
 					MeanRunNs:   max(int64(math.Round(run)), 1000),
-					MeanSleepNs: max(int64(math.Round(period-run)), 1000)},
+					MeanSleepNs: max(int64(math.Round(period-run-wait)), 1000)},
 			}
 			switch {
 			case a.src.KernelThread || ((a.src.Cgroup == "/" || a.src.Cgroup == "") && a.src.Autogroup == 0):
@@ -219,7 +238,8 @@ func topCgroup(p string) string {
 
 // ForeignSummary is the number of Foreign tasks and their mean CPU (the
 // mean over the variants of the tasks' CPU: MeanRunNs over the run and
-// sleep) in what ForeignTasks returned.
+// sleep) in what ForeignTasks returned. For a thread that waited on a run
+// queue it is the CPU it asked for, more than it got.
 func ForeignSummary(f map[string][]simengine.Group) (tasks int, cpu float64) {
 	if len(f) == 0 {
 		return 0, 0

@@ -50,9 +50,11 @@ func TestForeignTasks(t *testing.T) {
 		{Name: "foreign:0/kdamond.0/78/78", Tasks: 1, Root: true, Policy: "Other", Pattern: fg(5_000_000, 495_000_000)},
 		// In one window of two: 40 ms in 40 wake-ups over 20 s.
 		{Name: "foreign:0/bash/500/500", Tasks: 1, Nice: 5, Policy: "Other", CPUs: []int32{1}, Session: "foreign:0/autogroup-42", Pattern: fg(1_000_000, 499_000_000)},
-		// Never blocked: one burst of its 200 ms a window.
+		// Never blocked in the window it was seen in: one burst of its
+		// 200 ms, runnable all that window (9.8 s of it waiting), asleep
+		// in the other.
 		{Name: "foreign:0/cgroup/devbg", Replicas: 1, CPUWeight: 1, CPUIdle: true, Pattern: fg(1000, 1000)},
-		{Name: "foreign:0/link/600/600", Tasks: 1, Policy: "Batch", Parent: "foreign:0/cgroup/devbg", Pattern: fg(200_000_000, 19_800_000_000)},
+		{Name: "foreign:0/link/600/600", Tasks: 1, Policy: "Batch", Parent: "foreign:0/cgroup/devbg", Pattern: fg(200_000_000, 10_000_000_000)},
 	}
 	if got := f["on"]; !reflect.DeepEqual(got, want) {
 		t.Errorf("got\n%+v\nwant\n%+v", got, want)
@@ -64,8 +66,47 @@ func TestForeignTasks(t *testing.T) {
 	if !near(cal.BackgroundLoad, (0.016+0.02+0.02)/3/2) {
 		t.Errorf("background load %v, want %v", cal.BackgroundLoad, (0.016+0.02+0.02)/3/2)
 	}
-	if n, cpu := ForeignSummary(f); n != 3 || !near(cpu, 0.01+0.002+0.01) {
-		t.Errorf("summary %d tasks %.4f CPUs, want 3 and 0.022", n, cpu)
+	// link asks for 200 ms in 10.2 s of its own (it got 200 ms in 20 s).
+	if n, cpu := ForeignSummary(f); n != 3 || !near(cpu, 0.01+0.002+0.2/10.2) {
+		t.Errorf("summary %d tasks %.4f CPUs, want 3 and %.4f", n, cpu, 0.01+0.002+0.2/10.2)
+	}
+}
+
+// A thread that waited on a run queue (schedstat's run_delay) was
+// runnable, not asleep, for that time: its sleeps are what is left. An
+// idle-class build beside hogs got 0.003 CPU in 2 bursts over 10 s and
+// waited 9.9 s of them: it sleeps 35 ms per burst, not 4.985 s.
+func TestForeignTasksWait(t *testing.T) {
+	g := []v1alpha1.GroupMeasurement{{Name: "hogs"}}
+	ws := []v1alpha1.WindowResult{{Variant: "on", Groups: g, NoiseSources: []v1alpha1.NoiseSource{
+		{Name: "compile", PID: 9809, CPU: 0.003, Cgroup: "/devbg", CgroupShares: 3, CgroupIdle: true, Threads: []v1alpha1.NoiseThread{
+			{TID: 9812, CPU: 0.003, Runs: 14, Wakeups: 2, Wait: 0.99, Policy: "Idle", Nice: 19, CPUs: "0-1"}}},
+		{Name: "kdamond.0", PID: 78, CPU: 0.01, KernelThread: true, Cgroup: "/", Threads: []v1alpha1.NoiseThread{
+			{TID: 78, CPU: 0.01, Runs: 30, Wakeups: 20, Policy: "Other", CPUs: "0-1"}}},
+	}}}
+	got := ForeignTasks(2, 10*time.Second, ws)["on"]
+	want := []simengine.Group{
+		// No wait measured: 5 ms every 500 ms, as before.
+		{Name: "foreign:0/kdamond.0/78/78", Tasks: 1, Root: true, Policy: "Other",
+			Pattern: simengine.Pattern{Type: simengine.Foreign, MeanRunNs: 5_000_000, MeanSleepNs: 495_000_000}},
+		{Name: "foreign:0/cgroup/devbg", Replicas: 1, CPUWeight: 1, CPUIdle: true,
+			Pattern: simengine.Pattern{Type: simengine.Foreign, MeanRunNs: 1000, MeanSleepNs: 1000}},
+		// 15 ms bursts, 5 s of window each, 4.95 s of it waiting.
+		{Name: "foreign:0/compile/9809/9812", Tasks: 1, Nice: 19, Policy: "Idle", Parent: "foreign:0/cgroup/devbg",
+			Pattern: simengine.Pattern{Type: simengine.Foreign, MeanRunNs: 15_000_000, MeanSleepNs: 35_000_000}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got\n%+v\nwant\n%+v", got, want)
+	}
+	// An older agent's run has no wait; a thread that never blocked
+	// (0 wake-ups) was waiting whenever it was not running: 0.997 of 10 s,
+	// so it sleeps the 1 µs floor between its 30 ms bursts.
+	th := &ws[0].NoiseSources[0].Threads[0]
+	th.Wait, th.Wakeups = 0, 0
+	got = ForeignTasks(2, 10*time.Second, ws)["on"]
+	want[2].Pattern = simengine.Pattern{Type: simengine.Foreign, MeanRunNs: 30_000_000, MeanSleepNs: 1000}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("never blocked: got\n%+v\nwant\n%+v", got, want)
 	}
 }
 

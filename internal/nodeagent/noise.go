@@ -38,6 +38,7 @@ const userHZ = 100
 // threadCPU is one thread's scheduler counters at one instant.
 type threadCPU struct {
 	cpu     time.Duration // schedstat: time on a CPU, in ns
+	wait    time.Duration // schedstat: time runnable on a run queue, in ns (run_delay)
 	runs    int64         // schedstat: timeslices run (sched_info.pcount)
 	wakeups int64         // voluntary_ctxt_switches: blocks, each ended by a wake-up
 	cpus    string        // Cpus_allowed_list
@@ -86,7 +87,8 @@ func readThreads(dir string) map[int]threadCPU {
 }
 
 // readThread reads /proc/PID/task/TID/schedstat ("run ns, wait ns,
-// timeslices") and the voluntary switches and affinity of its status.
+// timeslices": the time on a CPU, the time runnable on a run queue, and
+// the switches in) and the voluntary switches and affinity of its status.
 func readThread(dir string) (threadCPU, bool) {
 	var t threadCPU
 	b, err := os.ReadFile(filepath.Join(dir, "schedstat"))
@@ -98,11 +100,12 @@ func readThread(dir string) (threadCPU, bool) {
 		return t, false
 	}
 	run, err1 := strconv.ParseInt(f[0], 10, 64)
-	runs, err2 := strconv.ParseInt(f[2], 10, 64)
-	if err1 != nil || err2 != nil {
+	wait, err2 := strconv.ParseInt(f[1], 10, 64)
+	runs, err3 := strconv.ParseInt(f[2], 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil {
 		return t, false
 	}
-	t.cpu, t.runs = time.Duration(run), runs
+	t.cpu, t.wait, t.runs = time.Duration(run), time.Duration(wait), runs
 	b, err = os.ReadFile(filepath.Join(dir, "status"))
 	if err != nil {
 		return t, false
@@ -196,7 +199,7 @@ func noiseSources(before, after map[int]procCPU, workers map[int]bool, wall floa
 		src := v1alpha1.NoiseSource{Name: a.name, PID: int32(pid), CPU: round3(cpu), ExitedChildrenCPU: round3(dc.Seconds() / wall)}
 		for tid, at := range a.threads {
 			bt, ok := b.threads[tid]
-			if !seen || !ok || bt.cpu > at.cpu || bt.runs > at.runs {
+			if !seen || !ok || bt.cpu > at.cpu || bt.runs > at.runs || bt.wait > at.wait {
 				bt = threadCPU{}
 			}
 			tc := (at.cpu - bt.cpu).Seconds() / wall
@@ -204,7 +207,8 @@ func noiseSources(before, after map[int]procCPU, workers map[int]bool, wall floa
 				continue
 			}
 			src.Threads = append(src.Threads, v1alpha1.NoiseThread{TID: int32(tid), CPU: math.Round(tc*1e4) / 1e4,
-				Runs: at.runs - bt.runs, Wakeups: max(at.wakeups-bt.wakeups, 0), CPUs: at.cpus})
+				Runs: at.runs - bt.runs, Wakeups: max(at.wakeups-bt.wakeups, 0), CPUs: at.cpus,
+				Wait: math.Round(min((at.wait-bt.wait).Seconds()/wall, 1)*1e4) / 1e4})
 		}
 		sort.Slice(src.Threads, func(i, j int) bool {
 			if src.Threads[i].CPU != src.Threads[j].CPU {

@@ -43,7 +43,8 @@ func TestNoiseSources(t *testing.T) {
 		13: {name: "idle-ish", start: 9, cpu: 3 * ms}, // 0.001: below the floor
 		14: {name: "sshd", start: 3, cpu: 40 * ms},    // 0.02, threads unread
 		// 0.04: a busy thread, one below the thread floor, one gone.
-		15: {name: "compile", start: 20, cpu: 80 * ms, threads: map[int]threadCPU{15: {cpu: 75 * ms, runs: 10, wakeups: 9}, 16: {cpu: 5*ms + 500*time.Microsecond, runs: 4, wakeups: 1}}},
+		// Its busy thread waited 1.5 s of the 2 s on a run queue: 0.75.
+		15: {name: "compile", start: 20, cpu: 80 * ms, threads: map[int]threadCPU{15: {cpu: 75 * ms, wait: 1500 * ms, runs: 10, wakeups: 9}, 16: {cpu: 5*ms + 500*time.Microsecond, runs: 4, wakeups: 1}}},
 	}
 	after[50] = procCPU{name: "sh", start: 30, cpu: 12 * ms, children: 400 * ms} // 0.121, 0.120 of it by cc1
 	after[60] = procCPU{name: "bash", start: 2, children: 51300 * ms}            // 0.150, not 25
@@ -59,7 +60,7 @@ func TestNoiseSources(t *testing.T) {
 		{Name: "sh", PID: 50, CPU: 0.121, ExitedChildrenCPU: 0.12},
 		{Name: "kdamond.0", PID: 10, CPU: 0.1, Threads: []v1alpha1.NoiseThread{{TID: 10, CPU: 0.1, Runs: 50, Wakeups: 40, CPUs: "0-1"}}},
 		{Name: "link", PID: 12, CPU: 0.06, Threads: []v1alpha1.NoiseThread{{TID: 12, CPU: 0.06, Runs: 30, Wakeups: 29}}},
-		{Name: "compile", PID: 15, CPU: 0.04, Threads: []v1alpha1.NoiseThread{{TID: 15, CPU: 0.0375, Runs: 10, Wakeups: 9}}},
+		{Name: "compile", PID: 15, CPU: 0.04, Threads: []v1alpha1.NoiseThread{{TID: 15, CPU: 0.0375, Runs: 10, Wakeups: 9, Wait: 0.75}}},
 		{Name: "sshd", PID: 14, CPU: 0.02},
 		{Name: "kworker", PID: 20, CPU: 0.003},
 	}
@@ -110,7 +111,7 @@ func TestReadAndDescribeNoise(t *testing.T) {
 	writeFile(t, proc+"/78/task/78/schedstat", "81234567 2000 42\n")
 	writeFile(t, proc+"/78/task/78/status", "Name:\tkdamond.0\nvoluntary_ctxt_switches:\t40\nnonvoluntary_ctxt_switches:\t2\nCpus_allowed:\t3\nCpus_allowed_list:\t0-1\n")
 	th, ok := readThread(proc + "/78/task/78")
-	if want := (threadCPU{cpu: 81234567, runs: 42, wakeups: 40, cpus: "0-1"}); !ok || th != want {
+	if want := (threadCPU{cpu: 81234567, wait: 2000, runs: 42, wakeups: 40, cpus: "0-1"}); !ok || th != want {
 		t.Errorf("readThread = %+v %v, want %+v", th, ok, want)
 	}
 	if _, ok := readThread(proc + "/99/task/99"); ok {
