@@ -146,6 +146,22 @@ type Constants struct {
 	// random stream, so a run without them is unchanged.
 	HostPausesPerHour    int64   `json:"hostPausesPerHour,omitempty"`
 	HostPauseQuantilesNs []int64 `json:"hostPauseQuantilesNs,omitempty"`
+
+	// Stalls of one vCPU: the host does not run one of the machine's
+	// vCPUs for a while and runs the others (vcpustall.go says what the
+	// stalled CPU and the others do meanwhile). Two classes, each a
+	// Poisson process on every CPU apart: VCPUStallsPerHour is the rate
+	// per CPU of the stalls of 5 ms or more, VCPUShortStallsPerHour that
+	// of the short ones (1 to 5 ms on the node that measured them); their
+	// QuantilesNs are the lengths at QuantileLevels (interpolated as the
+	// latency spreads are). Two classes because the long ones are rare
+	// beside the short ones and seven levels of one list would lose them.
+	// Zero: none (the default). They draw from their own random stream, so
+	// a run without them is unchanged.
+	VCPUStallsPerHour         int64   `json:"vcpuStallsPerHour,omitempty"`
+	VCPUStallQuantilesNs      []int64 `json:"vcpuStallQuantilesNs,omitempty"`
+	VCPUShortStallsPerHour    int64   `json:"vcpuShortStallsPerHour,omitempty"`
+	VCPUShortStallQuantilesNs []int64 `json:"vcpuShortStallQuantilesNs,omitempty"`
 }
 
 // QuantileLevels are the levels of the Constants' quantile lists.
@@ -225,6 +241,12 @@ func (c Constants) resolve() Constants {
 	out.CtxSwitchNs, out.CtxSwitchQuantilesNs = q(c.CtxSwitchNs, c.CtxSwitchQuantilesNs, d.CtxSwitchNs, d.CtxSwitchQuantilesNs)
 	if c.HostPausesPerHour > 0 {
 		out.HostPausesPerHour, out.HostPauseQuantilesNs = c.HostPausesPerHour, c.HostPauseQuantilesNs
+	}
+	if c.VCPUStallsPerHour > 0 {
+		out.VCPUStallsPerHour, out.VCPUStallQuantilesNs = c.VCPUStallsPerHour, c.VCPUStallQuantilesNs
+	}
+	if c.VCPUShortStallsPerHour > 0 {
+		out.VCPUShortStallsPerHour, out.VCPUShortStallQuantilesNs = c.VCPUShortStallsPerHour, c.VCPUShortStallQuantilesNs
 	}
 	return out
 }

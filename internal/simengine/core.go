@@ -356,21 +356,12 @@ func (s *sim) tick() {
 			}
 			continue
 		}
-		if cpu.lazyResched {
-			s.reschedCurr(c, false)
+		if s.vs.on && s.vs.cpu[c].entered {
+			// A stalled vCPU takes its tick when it runs again.
+			s.vs.cpu[c].missedTick = true
+			continue
 		}
-		s.taskTickFair(c)
-		if cpu.nextBalance <= s.now && s.nCPU > 1 {
-			// sched_balance_softirq(): the blocked averages, then the
-			// domains (a single CPU has none: sched_balance_trigger()
-			// returns on a null domain).
-			s.updateBlockedAverages(c)
-			if s.topo != nil {
-				s.rebalanceDomains(c, cpuNotIdle) // per level: topology.go
-				continue
-			}
-			s.rebalanceFlat(c)
-		}
+		s.tickBusyCPU(c)
 	}
 	if s.nCPU == 1 || !anyIdle {
 		return
@@ -407,6 +398,27 @@ func (s *sim) tick() {
 	}
 	if s.nohzStatsDue() {
 		s.nohzStatsPass(-1)
+	}
+}
+
+// tickBusyCPU is scheduler_tick() on a busy CPU c: the lazy resched, the
+// fair class's task tick, and the periodic balance when due.
+func (s *sim) tickBusyCPU(c int32) {
+	cpu := &s.cpus[c]
+	if cpu.lazyResched {
+		s.reschedCurr(c, false)
+	}
+	s.taskTickFair(c)
+	if cpu.nextBalance <= s.now && s.nCPU > 1 {
+		// sched_balance_softirq(): the blocked averages, then the
+		// domains (a single CPU has none: sched_balance_trigger()
+		// returns on a null domain).
+		s.updateBlockedAverages(c)
+		if s.topo != nil {
+			s.rebalanceDomains(c, cpuNotIdle) // per level: topology.go
+			return
+		}
+		s.rebalanceFlat(c)
 	}
 }
 

@@ -75,6 +75,7 @@ const (
 	evTimerSoft // a timer sleep's soft expiry passed at a tick: expires if the tick runs on its CPU
 	evArrival   // a Server replica's next request arrives (a = server)
 	evWakeList  // the IPI of a wake-up queued on an idle CPU's wake list arrives (a = task)
+	evStallEnd  // a stalled vCPU runs again (a = CPU; vcpustall.go)
 )
 
 // entity is a sched_entity: a task's or a per-CPU group entity. It is two
@@ -416,6 +417,7 @@ type sim struct {
 	trace       func(format string, a ...any)
 	topo        *topology // sched domains; nil on the flat machine (topology.go)
 	hp          hostPauses
+	vs          vcpuStalls
 }
 
 // Run simulates in and returns the metrics. It validates the input first;
@@ -509,6 +511,7 @@ func newSim(in *Input) (*sim, error) {
 	s.spinRnd = s.in.Seed*0xbf58476d1ce4e5b9 + 0x94d049bb133111eb
 	s.jitterRnd = s.in.Seed*0x94d049bb133111eb + 0x2545f4914f6cdd1d
 	s.initHostPauses(k0)
+	s.initVCPUStalls(k0)
 	// One flat sched_domain spanning all CPUs: min_interval = sd_weight ms
 	// (sd_init(), v6.x).
 	s.balanceIntervalNs = int64(n.CPUs) * 1_000_000
@@ -993,6 +996,21 @@ func (s *sim) loop() {
 				continue
 			}
 		}
+		if s.vs.on {
+			// A stall of one vCPU: enter or leave it; an event the
+			// stalled CPU would take waits for its end.
+			if te >= s.vs.due {
+				s.stepVCPUStalls()
+				continue
+			}
+			pk := event{t: ct, seq: cs, kind: evRunEnd, a: c0}
+			if heapFirst {
+				pk = s.ev[0]
+			}
+			if s.deferToStall(&pk, heapFirst) {
+				continue
+			}
+		}
 		if heapFirst {
 			e = s.pop()
 		} else {
@@ -1036,6 +1054,8 @@ func (s *sim) loop() {
 			s.arrival(e.a)
 		case evWakeList:
 			s.ttwuPending(e.a)
+		case evStallEnd:
+			s.stallEnd(e.a)
 		}
 		s.flushResched()
 	}
@@ -1064,6 +1084,9 @@ func (s *sim) flushReschedSlow() {
 	for i := 0; i < len(s.pending); i++ {
 		c := s.pending[i]
 		if s.cpus[c].needResched {
+			if s.vs.on && s.vs.cpu[c].entered {
+				continue // a stalled vCPU: at its end (stallEnd)
+			}
 			s.schedule(c)
 		}
 	}

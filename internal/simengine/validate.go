@@ -220,6 +220,32 @@ func validate(in *Input) error {
 			return fmt.Errorf("node.constants.hostPauseQuantilesNs[%d] is %d, below the level before it (%d); quantiles must not decrease", i, v, k0.HostPauseQuantilesNs[i-1])
 		}
 	}
+	for _, st := range []struct {
+		name, qName string
+		perHour     int64
+		q           []int64
+	}{
+		{"vcpuStallsPerHour", "vcpuStallQuantilesNs", k0.VCPUStallsPerHour, k0.VCPUStallQuantilesNs},
+		{"vcpuShortStallsPerHour", "vcpuShortStallQuantilesNs", k0.VCPUShortStallsPerHour, k0.VCPUShortStallQuantilesNs},
+	} {
+		if st.perHour < 0 || st.perHour > 3_600_000 {
+			return fmt.Errorf("node.constants.%s is %d; set it between 0 (no stalls) and 3600000 (1000 a second on each CPU)", st.name, st.perHour)
+		}
+		if st.perHour > 0 && len(st.q) != len(QuantileLevels) {
+			return fmt.Errorf("node.constants.%s has %d values; with %s set give one stall length per level %v", st.qName, len(st.q), st.name, QuantileLevels)
+		}
+		if st.perHour == 0 && len(st.q) > 0 {
+			return fmt.Errorf("node.constants.%s is set without %s; set the rate too, or remove the lengths", st.qName, st.name)
+		}
+		for i, v := range st.q {
+			if v < 1 || v > 1_000_000_000 {
+				return fmt.Errorf("node.constants.%s[%d] is %d; set it between 1 and 1e9 (1s)", st.qName, i, v)
+			}
+			if i > 0 && v < st.q[i-1] {
+				return fmt.Errorf("node.constants.%s[%d] is %d, below the level before it (%d); quantiles must not decrease", st.qName, i, v, st.q[i-1])
+			}
+		}
+	}
 	if !(c.BackgroundLoad >= 0 && c.BackgroundLoad <= 0.95) {
 		return fmt.Errorf("node.calibration.backgroundLoad is %v; set it between 0 and 0.95", c.BackgroundLoad)
 	}
