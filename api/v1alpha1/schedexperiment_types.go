@@ -842,4 +842,34 @@ type NodeConstants struct {
 	// +kubebuilder:validation:items:Minimum=1
 	// +kubebuilder:validation:items:Maximum=1000000000
 	HostPauseQuantilesNs []int64 `json:"hostPauseQuantilesNs,omitempty"`
+	// vcpuStallsPerHour: how often the host stops one vCPU for 5 ms or more
+	// while it runs the others, per CPU (a Poisson process on each CPU).
+	// That CPU runs nothing meanwhile (its running task is charged it; its
+	// timers and the wake-ups sent to it wait); the others go on. Unset: none.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=3600000
+	VCPUStallsPerHour int64 `json:"vcpuStallsPerHour,omitempty"`
+	// vcpuStallQuantilesNs: those stalls' lengths at the levels of
+	// timerExpiryQuantilesNs (nondecreasing, each 1 ns to 1 s).
+	// +optional
+	// +kubebuilder:validation:MinItems=7
+	// +kubebuilder:validation:MaxItems=7
+	// +kubebuilder:validation:items:Minimum=1
+	// +kubebuilder:validation:items:Maximum=1000000000
+	VCPUStallQuantilesNs []int64 `json:"vcpuStallQuantilesNs,omitempty"`
+	// vcpuShortStallsPerHour: the same for the short stalls of one vCPU
+	// (1 to 5 ms as the agent measures them), per CPU. Unset: none.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=3600000
+	VCPUShortStallsPerHour int64 `json:"vcpuShortStallsPerHour,omitempty"`
+	// vcpuShortStallQuantilesNs: the short stalls' lengths at the levels of
+	// timerExpiryQuantilesNs (nondecreasing, each 1 ns to 1 s).
+	// +optional
+	// +kubebuilder:validation:MinItems=7
+	// +kubebuilder:validation:MaxItems=7
+	// +kubebuilder:validation:items:Minimum=1
+	// +kubebuilder:validation:items:Maximum=1000000000
+	VCPUShortStallQuantilesNs []int64 `json:"vcpuShortStallQuantilesNs,omitempty"`
 }

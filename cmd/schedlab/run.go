@@ -138,6 +138,7 @@ func run(ctx context.Context, stdout, stderr io.Writer, f *runFlags, args []stri
 	popts, perr := runPredictOptions(f)
 	var preds []experiment.Prediction
 	var pauses *experiment.HostPauses
+	var stalls *experiment.VCPUStalls
 	if perr == nil {
 		if cal := st.Calibration; cal != nil {
 			k := cal.Constants
@@ -172,6 +173,8 @@ func run(ctx context.Context, stdout, stderr io.Writer, f *runFlags, args []stri
 		}
 		cal, pauses = experiment.WithWindowPauses(cal, st.Windows)
 		printHostPauses(stderr, pauses)
+		cal, stalls = experiment.WithWindowStalls(cal, st.Windows, experiment.HogWindowOf(spec))
+		printVCPUStalls(stderr, stalls)
 		shape, popts = experiment.WithNodeCalibration(shape, cal, popts)
 		preds, perr = experiment.Predict(spec, []v1alpha1.NodeShape{shape}, popts)
 	}
@@ -183,6 +186,7 @@ func run(ctx context.Context, stdout, stderr io.Writer, f *runFlags, args []stri
 	rep := experiment.MeasuredReport(spec, shape, caps, results, predErr)
 	rep.Experiment = exp.Name
 	rep.HostPauses = pauses
+	rep.VCPUStalls = stalls
 	if f.out != outputTable {
 		if err := printStructured(stdout, f.out, rep); err != nil {
 			return err
@@ -365,6 +369,47 @@ func printHostPauses(w io.Writer, hp *experiment.HostPauses) {
 	default:
 		fmt.Fprintf(w, "%s; predictions have none\n", seen)
 	}
+}
+
+// printVCPUStalls says what the run measured of the stalls of one vCPU and
+// what the prediction uses.
+func printVCPUStalls(w io.Writer, st *experiment.VCPUStalls) {
+	if st == nil || st.Windows == 0 {
+		return
+	}
+	ms := func(q []int64) string {
+		s := make([]string, len(q))
+		for i, v := range q {
+			s[i] = fmt.Sprintf("%.2f", float64(v)/1e6)
+		}
+		return strings.Join(s, " ")
+	}
+	s := fmt.Sprintf("stalls of one vCPU: %d of 5 ms or more in %.1f s of the hogs' CPU time, %.0f per CPU per hour", st.Long, float64(st.LongHogCPUNs)/1e9, st.LongPerHour)
+	if len(st.LongQuantilesNs) > 0 {
+		s += ", lengths p5..p99 " + ms(st.LongQuantilesNs) + " ms"
+	}
+	if st.LongLeftOut > 0 {
+		s += fmt.Sprintf(" (%d left out: windows without their lengths)", st.LongLeftOut)
+	}
+	s += fmt.Sprintf("; %d short ones in %.1f s, %.0f per CPU per hour", st.Short, float64(st.ShortHogCPUNs)/1e9, st.ShortPerHour)
+	if len(st.ShortQuantilesNs) > 0 {
+		s += ", lengths p5..p99 " + ms(st.ShortQuantilesNs) + " ms"
+	}
+	if st.ShortNotModelled > 0 {
+		s += fmt.Sprintf(" (%d more not modelled: windows that recorded no lengths)", st.ShortNotModelled)
+	}
+	if st.HogCPUEstimated > 0 {
+		s += fmt.Sprintf("; the hogs' CPU time of %d windows estimated from their groups' CPU", st.HogCPUEstimated)
+	}
+	switch {
+	case st.Prediction == experiment.PausesSet:
+		s += "; predictions use the stalls the calibration sets instead"
+	case st.Prediction == experiment.PausesMeasured && st.Long+st.Short > 0:
+		s += "; predictions use them"
+	default:
+		s += "; predictions have none"
+	}
+	fmt.Fprintln(w, s)
 }
 
 func printRecords(w io.Writer, recs []v1alpha1.KnobRecord) {

@@ -120,7 +120,8 @@ func WithWindowPauses(cal *v1alpha1.NodeCalibration, windows []v1alpha1.WindowRe
 // ShapeCalibration is the calibration a prediction for one node shape
 // uses beside the measurements of several of its nodes: the median of the
 // nodes' calibration windows (MedianCalibration), with the host pauses of
-// all their windows pooled (WithWindowPauses over every node's windows).
+// all their windows pooled (WithWindowPauses over every node's windows), and
+// so the stalls of one vCPU (WithWindowStalls).
 // Pauses are pooled, not taken as a median of the nodes' rates: a node
 // that observed an hour and saw none counts as that hour, where a median
 // over the nodes that saw pauses would leave it out and a median over all
@@ -131,5 +132,9 @@ func ShapeCalibration(cals []*v1alpha1.NodeCalibration, windows [][]v1alpha1.Win
 	for _, ws := range windows {
 		all = append(all, ws...)
 	}
-	return WithWindowPauses(MedianCalibration(cals), all)
+	cal, hp := WithWindowPauses(MedianCalibration(cals), all)
+	// The stalls of one vCPU likewise, over the windows that recorded the
+	// hogs' CPU time (WithWindowStalls).
+	cal, _ = WithWindowStalls(cal, all, HogWindow{})
+	return cal, hp
 }

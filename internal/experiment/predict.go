@@ -594,7 +594,9 @@ func SimConstants(c *v1alpha1.NodeConstants) simengine.Constants {
 		CtxSwitchNs: c.CtxSwitchNs, WakeupCPUNs: c.WakeupCPUNs, TimerArmCPUNs: c.TimerArmCPUNs, ColdWakeNs: c.ColdWakeNs,
 		TimerExpiryQuantilesNs: c.TimerExpiryQuantilesNs, WakeupQuantilesNs: c.WakeupQuantilesNs,
 		IdleExitQuantilesNs: c.IdleExitQuantilesNs, CtxSwitchQuantilesNs: c.CtxSwitchQuantilesNs,
-		HostPausesPerHour: c.HostPausesPerHour, HostPauseQuantilesNs: c.HostPauseQuantilesNs}
+		HostPausesPerHour: c.HostPausesPerHour, HostPauseQuantilesNs: c.HostPauseQuantilesNs,
+		VCPUStallsPerHour: c.VCPUStallsPerHour, VCPUStallQuantilesNs: c.VCPUStallQuantilesNs,
+		VCPUShortStallsPerHour: c.VCPUShortStallsPerHour, VCPUShortStallQuantilesNs: c.VCPUShortStallQuantilesNs}
 }
 
 // wakeupGranularityNs maps an explicit zero, which the simulator would read
@@ -664,6 +666,8 @@ func userConstants(measured, user v1alpha1.NodeConstants) v1alpha1.NodeConstants
 	pair(&c.IdleExitNs, &c.IdleExitQuantilesNs, user.IdleExitNs, user.IdleExitQuantilesNs)
 	pair(&c.CtxSwitchNs, &c.CtxSwitchQuantilesNs, user.CtxSwitchNs, user.CtxSwitchQuantilesNs)
 	pair(&c.HostPausesPerHour, &c.HostPauseQuantilesNs, user.HostPausesPerHour, user.HostPauseQuantilesNs)
+	pair(&c.VCPUStallsPerHour, &c.VCPUStallQuantilesNs, user.VCPUStallsPerHour, user.VCPUStallQuantilesNs)
+	pair(&c.VCPUShortStallsPerHour, &c.VCPUShortStallQuantilesNs, user.VCPUShortStallsPerHour, user.VCPUShortStallQuantilesNs)
 	for _, f := range []struct {
 		dst *int64
 		v   int64
@@ -766,6 +770,9 @@ func MedianCalibration(cals []*v1alpha1.NodeCalibration) *v1alpha1.NodeCalibrati
 			// -host-pauses), over the nodes that set them; the pauses the
 			// windows measured are pooled instead (ShapeCalibration).
 			HostPausesPerHour: medNs(func(k *v1alpha1.NodeConstants) int64 { return k.HostPausesPerHour }),
+			// The same for the stalls of one vCPU (WithWindowStalls).
+			VCPUStallsPerHour:      medNs(func(k *v1alpha1.NodeConstants) int64 { return k.VCPUStallsPerHour }),
+			VCPUShortStallsPerHour: medNs(func(k *v1alpha1.NodeConstants) int64 { return k.VCPUShortStallsPerHour }),
 		},
 		TimerLatenessNs: int64(math.Round(med(func(c *v1alpha1.NodeCalibration) float64 { return float64(c.TimerLatenessNs) }))),
 		NoiseCPU:        med(func(c *v1alpha1.NodeCalibration) float64 { return c.NoiseCPU }),
@@ -807,6 +814,12 @@ func MedianCalibration(cals []*v1alpha1.NodeCalibration) *v1alpha1.NodeCalibrati
 	k.CtxSwitchQuantilesNs = medQ(func(k *v1alpha1.NodeConstants) []int64 { return k.CtxSwitchQuantilesNs })
 	if k.HostPausesPerHour > 0 {
 		k.HostPauseQuantilesNs = medQ(func(k *v1alpha1.NodeConstants) []int64 { return k.HostPauseQuantilesNs })
+	}
+	if k.VCPUStallsPerHour > 0 {
+		k.VCPUStallQuantilesNs = medQ(func(k *v1alpha1.NodeConstants) []int64 { return k.VCPUStallQuantilesNs })
+	}
+	if k.VCPUShortStallsPerHour > 0 {
+		k.VCPUShortStallQuantilesNs = medQ(func(k *v1alpha1.NodeConstants) []int64 { return k.VCPUShortStallQuantilesNs })
 	}
 	for _, c := range cs {
 		out.Samples += c.Samples

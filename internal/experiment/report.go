@@ -28,6 +28,9 @@ type Report struct {
 	// HostPauses is what a measured run saw of its node's host pauses and
 	// what its predictions used; absent for predictions alone.
 	HostPauses *HostPauses `json:"hostPauses,omitempty"`
+	// VCPUStalls is what it saw of the stalls of one vCPU and what the
+	// prediction did with them.
+	VCPUStalls *VCPUStalls `json:"vcpuStalls,omitempty"`
 }
 
 // NodeReport is the node shape a variant's predictions are for.
