@@ -13,9 +13,11 @@ import "math"
 //     vCPU is back (or that another CPU runs on its queue meanwhile, e.g. an
 //     enqueue there) charges it the gap, as the node's hogs see (their CPU
 //     clock moves over a one-vCPU stall as over a pause);
-//   - its interrupts wait: the hrtimers due on it (a sleep's expiry, its
-//     tick), the IPIs sent to it (a wake list's, a reschedule) are taken
-//     when it runs again, in their order; the tick's hrtimer is forwarded
+//   - its interrupts wait: the hrtimers due on it (a sleep's expiry on its
+//     timer queue, its tick), the IPIs sent to it (a wake list's, a
+//     reschedule) are taken when it runs again, in their order (the timer
+//     interrupt then expires every sleep due, hrtimerInterrupt); the
+//     tick's hrtimer is forwarded
 //     past the periods it missed (hrtimer_forward()), so it ticks once;
 //   - the other CPUs go on: a wake-up they run may still choose the stalled
 //     CPU (an idle vCPU the host does not run looks idle to
@@ -197,10 +199,16 @@ func (s *sim) stallEnd(c int32) {
 // stall's end: the caller takes the next event instead.
 func (s *sim) deferToStall(e *event, heapFirst bool) bool {
 	var c int32
+	timer := false
 	switch e.kind {
 	case evRunEnd:
 		c = e.a
-	case evWake, evTimerSoft, evWakeList:
+	case evWake, evTimerSoft:
+		if !s.timerLive(e.a, e.seq) {
+			return false // stale: the loop drops it
+		}
+		c, timer = s.tasks[e.a].timerCPU, true
+	case evWakeList:
 		c = s.tasks[e.a].cpu
 	default:
 		return false
@@ -216,5 +224,9 @@ func (s *sim) deferToStall(e *event, heapFirst bool) bool {
 	ev := s.pop()
 	ev.t = cs.to
 	s.push(ev)
+	if timer {
+		// The timer's pending check is now this one (pushTimer's rule).
+		s.tasks[ev.a].timerSeq = s.seq - 1
+	}
 	return true
 }
