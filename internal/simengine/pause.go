@@ -60,21 +60,30 @@ func (s *sim) nextHostPause(from int64) {
 func (s *sim) enterHostPause() {
 	d := s.hp.end - s.hp.start
 	for c := range s.cpus {
-		cpu := &s.cpus[c]
-		if cpu.curr < 0 {
-			continue
-		}
-		t := &s.tasks[cpu.curr]
-		if t.workEnd != never {
-			t.workEnd += s.scaleExec(d)
-		}
-		if cpu.runEndT != never {
-			end := cpu.runEndT + d
-			if s.eevdf && readsCPUClock(t.kind) {
-				end = s.hp.end
-			}
-			s.setRunEnd(int32(c), end)
-		}
+		s.stallCurr(int32(c), d, s.hp.end)
 	}
 	s.hp.entered = true
+}
+
+// stallCurr moves CPU c's running task (if any) past a stop of d ns that
+// ends at resume (a host pause or its vCPU's stall): its work end grows by
+// the stop, scaled as the charge is (CPU time it got no work done in), and
+// its run end moves by the stop, or to resume for a task that reads its CPU
+// clock (it reads it again as soon as it runs).
+func (s *sim) stallCurr(c int32, d, resume int64) {
+	cpu := &s.cpus[c]
+	if cpu.curr < 0 {
+		return
+	}
+	t := &s.tasks[cpu.curr]
+	if t.workEnd != never {
+		t.workEnd += s.scaleExec(d)
+	}
+	if cpu.runEndT != never {
+		end := cpu.runEndT + d
+		if s.eevdf && readsCPUClock(t.kind) {
+			end = resume
+		}
+		s.setRunEnd(c, end)
+	}
 }

@@ -148,21 +148,7 @@ func (s *sim) enterVCPUStall(c int32, cls int) {
 	if s.trace != nil {
 		s.trace("cpu%d stalled for %d ns", c, d)
 	}
-	cpu := &s.cpus[c]
-	if cpu.curr < 0 {
-		return
-	}
-	t := &s.tasks[cpu.curr]
-	if t.workEnd != never {
-		t.workEnd += s.scaleExec(d)
-	}
-	if cpu.runEndT != never {
-		end := cpu.runEndT + d
-		if s.eevdf && readsCPUClock(t.kind) {
-			end = cs.to
-		}
-		s.setRunEnd(c, end)
-	}
+	s.stallCurr(c, d, cs.to)
 }
 
 // leaveVCPUStall ends CPU c's stall: its next of that class is drawn from
