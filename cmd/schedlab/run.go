@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -337,19 +338,23 @@ func formatWindowPauses(hp *v1alpha1.HostPauseMeasurement) string {
 	return s + ")"
 }
 
+// msList prints lengths in ns as milliseconds with prec decimals, space
+// separated.
+func msList(q []int64, prec int) string {
+	s := make([]string, len(q))
+	for i, v := range q {
+		s[i] = strconv.FormatFloat(float64(v)/1e6, 'f', prec, 64)
+	}
+	return strings.Join(s, " ")
+}
+
 // printHostPauses says what the run measured of host pauses and what the
 // prediction uses.
 func printHostPauses(w io.Writer, hp *experiment.HostPauses) {
 	if hp == nil {
 		return
 	}
-	ms := func(q []int64) string {
-		s := make([]string, len(q))
-		for i, v := range q {
-			s[i] = fmt.Sprintf("%.1f", float64(v)/1e6)
-		}
-		return strings.Join(s, " ")
-	}
+	ms := func(q []int64) string { return msList(q, 1) }
 	seen := "host pauses: not observed (no window ran a Hog, the only pattern that watches for them)"
 	if hp.Windows > 0 {
 		seen = fmt.Sprintf("host pauses: %d in %.1f s observed (%d of %d windows had a Hog), %.0f per hour", hp.Count, float64(hp.ObservedNs)/1e9, hp.Windows, hp.WindowsRun, hp.PerHour)
@@ -377,13 +382,7 @@ func printVCPUStalls(w io.Writer, st *experiment.VCPUStalls) {
 	if st == nil || st.Windows == 0 {
 		return
 	}
-	ms := func(q []int64) string {
-		s := make([]string, len(q))
-		for i, v := range q {
-			s[i] = fmt.Sprintf("%.2f", float64(v)/1e6)
-		}
-		return strings.Join(s, " ")
-	}
+	ms := func(q []int64) string { return msList(q, 2) }
 	s := fmt.Sprintf("stalls of one vCPU: %d of 5 ms or more in %.1f s of the hogs' CPU time, %.0f per CPU per hour", st.Long, float64(st.LongHogCPUNs)/1e9, st.LongPerHour)
 	if len(st.LongQuantilesNs) > 0 {
 		s += ", lengths p5..p99 " + ms(st.LongQuantilesNs) + " ms"
