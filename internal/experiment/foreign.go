@@ -89,8 +89,9 @@ type foreignAcc struct {
 // within its sampling). Its bursts have the mean CPU time per wake-up;
 // a thread that never blocked has one burst per window. Its sleeps are
 // the rest of the window less the time it waited runnable on a run queue
-// (NoiseThread.Wait when the agent measured it; all of its time off a CPU
-// in a window it never blocked in, when not): an idle-class build
+// (NoiseThread.Wait when the agent measured it; for an idle-class thread,
+// SCHED_IDLE or in a cpu.idle cgroup, all of its time off a CPU in a
+// window it never blocked in, when not): an idle-class build
 // that hogs keep waiting is queued nearly all the time, and its group
 // entity sits on the root run queue, where it moves the average vruntime
 // the wake-up picks compare against (docs/latency-tail.md, twelfth
@@ -144,10 +145,17 @@ func ForeignTasks(cpus int32, duration time.Duration, nodes ...[]v1alpha1.Window
 					a.src, a.th = *s, *t
 					a.cpuNs += t.CPU * secs * 1e9
 					wait := t.Wait
-					if wait == 0 && t.Wakeups == 0 {
-						// It never blocked in the window: off a CPU it
-						// was waiting on a run queue all of it (a run of
-						// an agent that did not measure the wait).
+					if wait == 0 && t.Wakeups == 0 && (t.Policy == "Idle" || s.CgroupIdle) {
+						// An idle-class thread (SCHED_IDLE, or in a
+						// cpu.idle cgroup) that never blocked in the
+						// window: off a CPU it was waiting on a run queue
+						// all of it (a run of an agent that did not
+						// measure the wait). Only the idle class can be
+						// kept waiting that long beside a workload: a
+						// normal thread runnable all the window would
+						// have had its fair share, so one that got little
+						// CPU without blocking was not runnable (or its
+						// blocks were not counted) and keeps its sleep.
 						wait = max(1-t.CPU, 0)
 					}
 					a.waitNs += wait * secs * 1e9

@@ -108,6 +108,23 @@ func TestForeignTasksWait(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("never blocked: got\n%+v\nwant\n%+v", got, want)
 	}
+	// A normal thread that got little CPU without blocking was not
+	// runnable all the window (it would have had its fair share): it keeps
+	// its sleep, or it would run as a hog beside the workload.
+	th.Policy = "Other"
+	ws[0].NoiseSources[0].CgroupIdle = false
+	found := false
+	for _, g := range ForeignTasks(2, 10*time.Second, ws)["on"] {
+		if strings.HasSuffix(g.Name, "/9812") {
+			found = true
+			if g.Pattern.MeanSleepNs < 9_000_000_000 {
+				t.Errorf("a normal thread that never blocked sleeps %d ns between its 30 ms bursts, want the rest of the 10 s window", g.Pattern.MeanSleepNs)
+			}
+		}
+	}
+	if !found {
+		t.Error("the normal thread is not among the foreign tasks")
+	}
 }
 
 // Without noise threads (a run of an older agent, Simulate mode) the
