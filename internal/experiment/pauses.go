@@ -2,10 +2,8 @@ package experiment
 
 import (
 	"math"
-	"slices"
 
 	"github.com/schedlab/schedlab/api/v1alpha1"
-	"github.com/schedlab/schedlab/internal/simengine"
 )
 
 // HostPauses is a run's host pauses pooled over its measured windows (each
@@ -69,13 +67,7 @@ func PoolHostPauses(windows []v1alpha1.WindowResult) *HostPauses {
 	if out.ObservedNs > 0 {
 		out.PerHour = float64(out.Count) * 3.6e12 / float64(out.ObservedNs)
 	}
-	if len(lengths) > 0 {
-		slices.Sort(lengths)
-		out.QuantilesNs = make([]int64, len(simengine.QuantileLevels))
-		for i, l := range simengine.QuantileLevels {
-			out.QuantilesNs[i] = lengths[min(int(l*float64(len(lengths))), len(lengths)-1)]
-		}
-	}
+	out.QuantilesNs = orderStats(lengths)
 	return out
 }
 
