@@ -1,6 +1,9 @@
 package simengine
 
-import "io"
+import (
+	"io"
+	"slices"
+)
 
 // Scheduler selects the fair-class algorithm of the simulated kernel.
 type Scheduler string
@@ -117,6 +120,46 @@ type Constants struct {
 	// LatencyProbes of 5 to 100 ms beside four hogs against one of 1 ms
 	// (docs/latency-tail.md, tenth session).
 	ColdWakeNs int64 `json:"coldWakeNs,omitempty"`
+	// ProcessSwitchNs: what a switch-in costs more when the incoming task
+	// is of another process than the one whose address space the CPU
+	// holds: context_switch() calls switch_mm_irqs_off(prev->active_mm,
+	// next->mm, next) (kernel/sched/core.c, v6.18), which returns early
+	// when both are the same mm (x86: arch/x86/mm/tlb.c) and otherwise
+	// loads the new page tables (CR3) and flushes what the TLB held of the
+	// old ones; a kernel thread, and the idle task, keep the mm that ran
+	// before (lazy TLB: enter_lazy_tlb()), so switching to one and back
+	// costs nothing. Which tasks share an address space is
+	// Group.AddressSpace and Group.KernelThread (the agent's workers are
+	// each a process of their own). A woken task pays it at the wake-up's
+	// level of the context switch's spread (the median costs
+	// ProcessSwitchNs), in its wake-up latency only, as ColdWakeNs: the
+	// node charges the switch to the task's CPU time as well (its clock
+	// started at set_next_entity(), before context_switch()), but charged
+	// so in the simulator it lengthens PingPong messages unevenly (a task
+	// switched in after its partner or a hog pays it, one after the idle
+	// task does not) and breaks the lock step the node kept without a
+	// spread of the messages' work: with 4 µs as CPU time the pinned 1:4
+	// pairs of TestMessageJitterSetsCapture took both CPUs without
+	// jitter (2.000 / 0.000 against 0.43-0.74 measured) and mixed's hogs
+	// fell to 0.852 CPU against 0.909 measured (TestSyncWakeupPreemptsWaker,
+	// 48 seeds). The
+	// calibration window's timer, context-switch and pipe steps run beside
+	// and between threads of one process, so their figures hold none of
+	// it; the window measures it apart, from timer sleeps beside a
+	// spinner process against the same beside a spinner thread. The
+	// default (3.5 µs), for a node not measured, is the median of what a
+	// 2-CPU EEVDF VM (6.18, paravirtual: its page-table loads are
+	// hypercalls, and it has no PCID, so each one flushes the TLB) showed
+	// for a sleeper that touches little of its memory before it reads
+	// the clock, as a workload's loop does: timer sleeps of 1 ms beside a
+	// spinner process against beside a spinner thread of the sleeper's
+	// own process, 1.5, 2.4, 3.2, 3.5, 3.6 and 5.6 µs in six calibration
+	// steps (median 3.35) and 2.6 µs in ten interleaved rounds of a C probe
+	// (its pipe ping-pong 3.2 µs per message), 2026-12-07; 3.8 µs for 2 ms
+	// sleeps in the twelfth session (docs/latency-tail.md). A sleeper
+	// that returns through the Go runtime's exitsyscall() first paid
+	// 16-18 µs there.
+	ProcessSwitchNs int64 `json:"processSwitchNs,omitempty"`
 
 	// The spread of the four latency terms. Each list, when set, holds
 	// its term's values at QuantileLevels (nondecreasing). Every wake-up
@@ -167,6 +210,22 @@ type Constants struct {
 // QuantileLevels are the levels of the Constants' quantile lists.
 var QuantileLevels = [...]float64{0.05, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99}
 
+// OrderQuantiles are xs at QuantileLevels by order statistics (the value
+// at rank level × n of the sorted values), as the agent measures the
+// Constants' quantile lists; nil for none. xs is not changed.
+func OrderQuantiles(xs []int64) []int64 {
+	if len(xs) == 0 {
+		return nil
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	q := make([]int64, len(QuantileLevels))
+	for i, l := range QuantileLevels {
+		q[i] = s[min(int(l*float64(len(s))), len(s)-1)]
+	}
+	return q
+}
+
 // QuantileMedian is the index of the median in QuantileLevels.
 const QuantileMedian = 2
 
@@ -202,6 +261,7 @@ func DefaultConstants() Constants {
 	return Constants{TimerExpiryNs: 5_000, WakeupNs: 3_000, IdleExitNs: 5_000, CtxSwitchNs: 3_000, WakeupCPUNs: 2_000, TimerArmCPUNs: 3_000,
 		NewidleBalanceNs:       3_000,
 		ColdWakeNs:             4_000,
+		ProcessSwitchNs:        3_500,
 		TimerExpiryQuantilesNs: []int64{3_000, 4_000, 5_000, 6_500, 10_000, 14_000, 25_000},
 		WakeupQuantilesNs:      []int64{2_000, 2_500, 3_000, 4_000, 6_000, 8_000, 15_000},
 		IdleExitQuantilesNs:    []int64{2_000, 3_000, 5_000, 8_000, 15_000, 25_000, 50_000},
@@ -234,7 +294,8 @@ func (c Constants) resolve() Constants {
 		return v, nil
 	}
 	out := Constants{WakeupCPUNs: f(c.WakeupCPUNs, d.WakeupCPUNs), TimerArmCPUNs: f(c.TimerArmCPUNs, d.TimerArmCPUNs),
-		NewidleBalanceNs: f(c.NewidleBalanceNs, d.NewidleBalanceNs), ColdWakeNs: f(c.ColdWakeNs, d.ColdWakeNs)}
+		NewidleBalanceNs: f(c.NewidleBalanceNs, d.NewidleBalanceNs), ColdWakeNs: f(c.ColdWakeNs, d.ColdWakeNs),
+		ProcessSwitchNs: f(c.ProcessSwitchNs, d.ProcessSwitchNs)}
 	out.TimerExpiryNs, out.TimerExpiryQuantilesNs = q(c.TimerExpiryNs, c.TimerExpiryQuantilesNs, d.TimerExpiryNs, d.TimerExpiryQuantilesNs)
 	out.WakeupNs, out.WakeupQuantilesNs = q(c.WakeupNs, c.WakeupQuantilesNs, d.WakeupNs, d.WakeupQuantilesNs)
 	out.IdleExitNs, out.IdleExitQuantilesNs = q(c.IdleExitNs, c.IdleExitQuantilesNs, d.IdleExitNs, d.IdleExitQuantilesNs)
@@ -356,7 +417,11 @@ type Group struct {
 	Tasks    int    `json:"tasks"`
 	// CPUWeight is the cgroup v2 cpu.weight 1..10000 (0 means 100);
 	// shares = round(weight*1024/100).
-	CPUWeight      int    `json:"cpuWeight,omitempty"`
+	CPUWeight int `json:"cpuWeight,omitempty"`
+	// CPUShares, when set, is the cgroup v1 cpu.shares (2..262144) and
+	// takes the place of CPUWeight: a v1 weight below 10 (Kubernetes
+	// BestEffort pods' 2) has no v2 weight.
+	CPUShares      int64  `json:"cpuShares,omitempty"`
 	CPUMaxQuotaNs  int64  `json:"cpuMaxQuotaNs,omitempty"`  // 0 means unlimited
 	CPUMaxPeriodNs int64  `json:"cpuMaxPeriodNs,omitempty"` // 0 means 100 ms
 	CPUIdle        bool   `json:"cpuIdle,omitempty"`
@@ -395,6 +460,17 @@ type Group struct {
 	// knob, as kernel threads are (they belong to init's default
 	// autogroup, which is the root: autogroup_task_group(), v6.12).
 	Root bool `json:"root,omitempty"`
+	// AddressSpace says which tasks are threads of one process: the tasks
+	// of every group with the same AddressSpace share one address space
+	// (mm), and a switch between them costs no Constants.ProcessSwitchNs.
+	// Empty: each task is a process of its own, as the agent runs a
+	// workload's tasks (one worker process each).
+	AddressSpace string `json:"addressSpace,omitempty"`
+	// KernelThread: the tasks are kernel threads, which have no address
+	// space of their own and run in the one the CPU holds (lazy TLB), so
+	// the task that ran before one pays no ProcessSwitchNs to run again
+	// after it. Excludes AddressSpace.
+	KernelThread bool `json:"kernelThread,omitempty"`
 	// Parent names an earlier group (with Replicas 1) whose cgroup this
 	// group's cgroups nest under.
 	Parent  string  `json:"parent,omitempty"`

@@ -555,7 +555,7 @@ func (s *sim) taskHot(ti int32) bool {
 // and check preemption on the destination.
 func (s *sim) moveQueuedTask(ti, dst int32) {
 	s.dequeueTask(ti, 0)
-	s.migrateTask(ti, dst)
+	s.migrateTask(ti, dst, false)
 	s.enqueueTask(ti, 0)
 	s.checkPreemptCurr(dst, ti, dst)
 }

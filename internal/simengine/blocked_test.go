@@ -45,14 +45,16 @@ func TestBlockedLoadDecaysOnIdleCPU(t *testing.T) {
 	if s.rqs[cq1].load != 0 || s.cpus[1].curr >= 0 {
 		t.Fatalf("CPU1 not idle with the group's queue empty (load %d)", s.rqs[cq1].load)
 	}
-	want := peltAfter(1024, 184_000_000>>peltPeriodShift)
-	if got := s.rqs[cq1].contrib; math.Abs(got-want) > 0.01 {
-		t.Errorf("CPU1's contribution to tg->load_avg at 200 ms = %.2f, want %.2f (1024 decayed to the update at 184 ms)", got, want)
+	// The contributions are integers, the averages truncated (load_avg =
+	// load_sum / divider).
+	want := int64(peltAfter(1024, 184_000_000>>peltPeriodShift))
+	if got := s.rqs[cq1].contrib; got != want {
+		t.Errorf("CPU1's contribution to tg->load_avg at 200 ms = %d, want %d (1024 decayed to the update at 184 ms)", got, want)
 	}
-	if got := tg.loadAvg; math.Abs(got-(1024+want)) > 0.01 {
-		t.Errorf("tg->load_avg = %.2f, want %.2f", got, 1024+want)
+	if got := tg.loadAvg; got != 1024+want {
+		t.Errorf("tg->load_avg = %d, want %d", got, 1024+want)
 	}
-	wantW := int64(1024 * 1024 / (1024 + want))
+	wantW := 1024 * 1024 / (1024 + want)
 	if got := s.ents[tg.se[0]].weight; got != wantW {
 		t.Errorf("group entity weight on CPU0 = %d, want %d", got, wantW)
 	}
@@ -76,11 +78,11 @@ func TestBlockedLoadDecaysOnBusyCPU(t *testing.T) {
 	if s.rqs[cq0].load != 0 || s.cpus[0].curr != 0 || s.cpus[1].curr != 1 {
 		t.Fatalf("want h's hog on CPU0 and g's on CPU1 with g's CPU0 queue empty (load %d)", s.rqs[cq0].load)
 	}
-	want := peltAfter(1024, 196_000_000>>peltPeriodShift)
-	if got := s.rqs[cq0].contrib; math.Abs(got-want) > 0.01 {
-		t.Errorf("CPU0's contribution of g at 200 ms = %.2f, want %.2f (1024 decayed to CPU0's balance at 196 ms)", got, want)
+	want := int64(peltAfter(1024, 196_000_000>>peltPeriodShift))
+	if got := s.rqs[cq0].contrib; got != want {
+		t.Errorf("CPU0's contribution of g at 200 ms = %d, want %d (1024 decayed to CPU0's balance at 196 ms)", got, want)
 	}
-	wantW := int64(1024 * 1024 / (1024 + want))
+	wantW := 1024 * 1024 / (1024 + want)
 	if got := s.ents[g.se[1]].weight; got != wantW {
 		t.Errorf("g's entity weight on CPU1 = %d, want %d", got, wantW)
 	}

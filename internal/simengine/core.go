@@ -165,6 +165,7 @@ func (s *sim) switchIn(c, ti int32, fromIdle bool) {
 	cpu.curr = ti
 	t.listStamp = s.now // list_move to the head of cfs_tasks
 	s.setIdle(c, false)
+	mm := s.switchMM(cpu, t)
 	cost := s.ctxNs
 	if fromIdle {
 		cost += s.idleExitNs
@@ -176,9 +177,13 @@ func (s *sim) switchIn(c, ti int32, fromIdle bool) {
 		if fromIdle {
 			cost += f.idle
 		}
-		// The cold part of the way back (coldWake) is in the latency only,
-		// not charged as CPU time (see Constants.ColdWakeNs).
+		// The cold part of the way back (coldWake) and the switch of
+		// address space (switchMM) are in the latency only, not charged
+		// as CPU time (see Constants.ColdWakeNs and ProcessSwitchNs).
 		ranAt := s.now + cost + s.coldWake(t, f)
+		if mm {
+			ranAt += f.mm
+		}
 		if ranAt >= s.winStart && ranAt < s.end && t.hist != nil {
 			t.recordLatency(ranAt - t.wakeAt)
 		}
@@ -197,6 +202,27 @@ func (s *sim) switchIn(c, ti int32, fromIdle bool) {
 	if s.trace != nil {
 		s.trace("cpu%d run task%d", c, ti)
 	}
+}
+
+// noMM is the address space of a kernel thread (none), and of a CPU on
+// which no task with one has run yet.
+const noMM int32 = -1
+
+// switchMM is context_switch()'s address-space step for task t switched
+// in on cpu (kernel/sched/core.c, v6.18): a task with an address space
+// calls switch_mm_irqs_off(prev->active_mm, next->mm), which does nothing
+// more when the CPU holds that mm already (a thread of the same process
+// ran last, or only kernel threads and the idle task ran since this task
+// did: they borrow the mm they find, enter_lazy_tlb()), and otherwise
+// loads the new page tables (Constants.ProcessSwitchNs, paid in a woken
+// task's latency); a kernel thread switches nothing. It reports whether t
+// pays the switch, and makes t's mm the CPU's.
+func (s *sim) switchMM(cpu *cpuState, t *task) bool {
+	if t.mm == noMM || cpu.mm == t.mm {
+		return false
+	}
+	cpu.mm = t.mm
+	return true
 }
 
 // armRunEnd schedules the end of the running task's current CPU burst.
@@ -278,6 +304,9 @@ func (s *sim) blockTask(ti int32) {
 	s.dequeueTask(ti, deqSleep)
 	t.state = tsSleeping
 	t.sleptAt = s.now
+	if s.trace != nil {
+		s.trace("block task%d on cpu%d", ti, t.cpu)
+	}
 	if s.inWindow() {
 		t.vol++
 	}
@@ -605,7 +634,7 @@ func (s *sim) tryToWakeUp(ti, wakerCPU int32, sync bool, reason int64) {
 		c = s.selectTaskRq(ti, wakerCPU, sync)
 	}
 	if c != t.cpu {
-		s.migrateTask(ti, c)
+		s.migrateTask(ti, c, true)
 	}
 	// ttwu_queue_wakelist() with ttwu_queue_cond() (v6.12..v6.18): within
 	// an LLC (the simulated node is one), a wake-up onto another CPU goes
@@ -669,8 +698,10 @@ func (s *sim) ttwuActivate(ti, wakerCPU int32, sync bool, reason int64) {
 // migrateTask moves a task that is not queued to CPU c:
 // migrate_task_rq_fair() plus the PELT detach/attach that follows
 // (detach_entity_load_avg / attach_entity_load_avg, propagated to the group
-// entities above as update_tg_cfs_load() does).
-func (s *sim) migrateTask(ti, c int32) {
+// entities above as update_tg_cfs_load() does). wake is a move at the
+// task's wake-up (select_task_rq() chose another CPU), whose load leaves
+// the old queues the deferred way (detachTaskLoad).
+func (s *sim) migrateTask(ti, c int32, wake bool) {
 	t := &s.tasks[ti]
 	e := &s.ents[t.se]
 	if !s.eevdf && !t.vNormalized {
@@ -686,7 +717,7 @@ func (s *sim) migrateTask(ti, c int32) {
 	// another CPU (WF_MIGRATED). v6.6 was not read.
 	e.execStart = -1 << 62
 	old := t.cpu
-	s.detachTaskLoad(ti)
+	s.detachTaskLoad(ti, !wake)
 	s.cpuPelt(old)
 	s.taskPelt(ti)
 	s.cpus[old].pl.util = max(0, s.cpus[old].pl.util-t.pl.util)
@@ -701,17 +732,37 @@ func (s *sim) migrateTask(ti, c int32) {
 	}
 }
 
-func (s *sim) detachTaskLoad(ti int32) {
+// detachTaskLoad takes a migrating task's load off its old queues. The
+// balancer's move (detach_task() -> dequeue_entity() with DO_DETACH,
+// v6.1..v6.18) detaches it at once and publishes the queue's new load to
+// tg->load_avg (update_load_avg(): detach_entity_load_avg(), then
+// update_tg_load_avg()); publish is then true. A move at the wake-up
+// (migrate_task_rq_fair() -> remove_entity_load_avg()) only adds the load
+// to cfs_rq->removed, which the old queue subtracts at its next
+// update_cfs_rq_load_avg(), and only then does update_tg_load_avg()
+// publish it: until the old CPU's next blocked-averages update
+// (updateBlockedAverages) or an enqueue there, tg->load_avg keeps the old
+// contribution, and the group's entity on the new CPU gets shares divided
+// by that load. The simulator's queue average drops at once (nothing else
+// reads a queue its tasks have left); with publish false only the
+// publication waits, for whichever update of that queue comes next.
+func (s *sim) detachTaskLoad(ti int32, publish bool) {
 	se := s.tasks[ti].se
 	s.updateSeLoad(se)
 	amt := s.ents[se].load.avg
 	cq := s.ents[se].rq
 	for {
-		s.updateRqLoad(cq)
 		r := &s.rqs[cq]
+		if publish {
+			s.updateRqLoadIn(cq, r)
+		} else if s.now-r.loadAvg.t >= 1<<peltPeriodShift {
+			r.loadAvg.update(s.pt, s.now, float64(r.load)) // decay, not published
+		}
 		before := r.loadAvg.avg
 		r.loadAvg.avg = max(0, before-amt)
-		s.syncTgContrib(cq)
+		if publish {
+			s.syncTgContrib(cq)
+		}
 		if r.ge < 0 {
 			return
 		}

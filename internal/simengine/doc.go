@@ -81,7 +81,11 @@
 //     (ttwu_queue_cond(): the IPI), while onto the waker's own CPU or a
 //     busy one the waker enqueues the task at once; a CPU leaving idle pays
 //     the idle exit; the switch to the woken
-//     task pays the context switch, and after a sleep longer than 2 ms the
+//     task pays the context switch, the switch of address space when the
+//     CPU last ran another process (ProcessSwitchNs: switch_mm_irqs_off();
+//     Group.AddressSpace and KernelThread say which tasks share one, and
+//     kernel threads and the idle task keep the one they find; in its
+//     latency only), and after a sleep longer than 2 ms the
 //     caches and TLB entries it lost (ColdWakeNs per doubling of the sleep,
 //     up to 100 ms, in its latency only); every wake-up costs the task its system-call and
 //     scheduler work (and a timer sleep its timer arm).

@@ -1036,12 +1036,14 @@ func (s *sim) calcGroupSharesFP(cq int32) int64 {
 	if r.shKeyLoad == r.load && r.shKeyOK && r.shKeyAvg == r.loadAvg.avg && r.shKeyContrib == r.contrib && r.shKeyTg == tg.loadAvg {
 		return r.shares
 	}
-	load := max(float64(r.load), r.loadAvg.avg)
+	// Integer arithmetic, as the kernel's (long): cfs_rq->avg.load_avg is
+	// an integer (the float average truncated, see syncTgContrib).
+	load := max(r.load, int64(r.loadAvg.avg))
 	tgWeight := tg.loadAvg - r.contrib + load
 	tgShares := tg.shares << loadShift
 	shares := tgShares
-	if tgWeight > 0 {
-		shares = int64(float64(tgShares) * load / tgWeight)
+	if tgWeight != 0 {
+		shares = tgShares * load / tgWeight
 	}
 	shares = max(minShares, min(shares, tgShares))
 	r.shKeyOK, r.shKeyTg, r.shKeyLoad, r.shKeyAvg, r.shKeyContrib, r.shares = true, tg.loadAvg, r.load, r.loadAvg.avg, r.contrib, shares

@@ -11,9 +11,10 @@ import "math"
 const floorBuckets = 64
 
 // floorCosts are the latency terms at one level; cold is ColdWakeNs at the
-// level (per doubling of the sleep, see coldWake).
+// level (per doubling of the sleep, see coldWake), mm ProcessSwitchNs
+// (switchMM).
 type floorCosts struct {
-	timer, wake, idle, ctx, cold int64
+	timer, wake, idle, ctx, cold, mm int64
 }
 
 // The sleeps over which a wake-up grows colder (Constants.ColdWakeNs): from
@@ -60,9 +61,11 @@ func (s *sim) initFloor(k Constants, cal Calibration) {
 		ctx := quantileAt(k.CtxSwitchQuantilesNs, k.CtxSwitchNs, u)
 		// The cold part follows the context switch's spread (the incoming
 		// task's cache and TLB state), its median at ColdWakeNs.
-		cold := k.ColdWakeNs
+		// So does the address space's switch (its TLB refill).
+		cold, mm := k.ColdWakeNs, k.ProcessSwitchNs
 		if k.CtxSwitchNs > 0 {
 			cold = int64(float64(k.ColdWakeNs)*float64(ctx)/float64(k.CtxSwitchNs) + 0.5)
+			mm = int64(float64(k.ProcessSwitchNs)*float64(ctx)/float64(k.CtxSwitchNs) + 0.5)
 		}
 		s.floorTab[i] = floorCosts{
 			timer: quantileAt(k.TimerExpiryQuantilesNs, k.TimerExpiryNs, u) + cal.TimerOverheadNs,
@@ -70,6 +73,7 @@ func (s *sim) initFloor(k Constants, cal Calibration) {
 			idle:  quantileAt(k.IdleExitQuantilesNs, k.IdleExitNs, u),
 			ctx:   ctx + cal.CtxSwitchNs,
 			cold:  cold,
+			mm:    mm,
 		}
 		if s.floorTab[i] != s.floorTab[0] {
 			spread = true

@@ -53,7 +53,7 @@ func TestMigratedTaskHotness(t *testing.T) {
 		if !s.taskHot(ti) {
 			t.Fatalf("%s: a task at time 0 with exec_start 0 should be cache hot (migration cost %d ns)", c.sch, s.migrationCost)
 		}
-		s.migrateTask(ti, 1-s.tasks[ti].cpu)
+		s.migrateTask(ti, 1-s.tasks[ti].cpu, true) // asleep: a wake-up move
 		if got := s.taskHot(ti); got != c.hot {
 			t.Errorf("%s: task_hot() after a migration = %v, want %v", c.sch, got, c.hot)
 		}
@@ -510,9 +510,9 @@ func TestSubUnitSharesChangeReweights(t *testing.T) {
 	s.updateCfsGroup(ge) // settle on the current inputs
 	e := &s.ents[ge]
 	w, fp := e.weight, e.weightFP
-	// Move tg->load_avg by a tenth of a load unit: the fixed-point shares
-	// change, the weight in whole units does not.
-	tg.loadAvg -= 0.1
+	// Move tg->load_avg by one load unit (an integer, as the kernel's):
+	// the fixed-point shares change, the weight in whole units does not.
+	tg.loadAvg--
 	if got := s.calcGroupSharesFP(cq); got == fp || got>>loadShift != fp>>loadShift {
 		t.Fatalf("fixed-point shares %d -> %d: the nudge should move them within one weight unit", fp, got)
 	}

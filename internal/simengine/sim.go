@@ -147,11 +147,12 @@ type cfsRq struct {
 	// Third cache line: the group's load contribution and the
 	// calcGroupShares memo (the inputs of the last computation and its
 	// result).
-	contrib                         float64
-	shKeyOK                         bool
-	shKeyLoad, shares               int64
-	shKeyTg, shKeyAvg, shKeyContrib float64
-	next, last                      int32 // CFS (v6.1) buddies: cfs_rq->next, cfs_rq->last, -1 if none
+	contrib               int64 // tg_load_avg_contrib (an integer, as tg->load_avg)
+	shKeyOK               bool
+	shKeyLoad, shares     int64
+	shKeyTg, shKeyContrib int64
+	shKeyAvg              float64
+	next, last            int32 // CFS (v6.1) buddies: cfs_rq->next, cfs_rq->last, -1 if none
 }
 
 // treeNode is a queued entity with the keys a pick reads, which do not
@@ -166,7 +167,7 @@ type treeNode struct {
 type taskGroup struct {
 	// calc_group_shares() reads shares and load_avg: keep them together.
 	shares  int64
-	loadAvg float64 // tg->load_avg: Σ per-CPU contributions
+	loadAvg int64 // tg->load_avg: Σ per-CPU contributions (an atomic_long_t: integer)
 	parent  int32
 	idle    bool
 	rq      []int32 // per CPU cfs_rq
@@ -248,11 +249,14 @@ type task struct {
 	// (cpuState.timers): the sequence number of its one pending expiry
 	// check (evWake or evTimerSoft; an event with another is stale: the
 	// timer was expired by another timer's interrupt), and its CPU.
-	timerSeq   uint64
-	group      int32 // input group index
-	timerCPU   int32
+	timerSeq uint64
+	group    int32 // input group index
+	timerCPU int32
+	// mm is the task's address space (switchMM): tasks with the same
+	// one are threads of one process; noMM for a kernel thread.
+	mm         int32
 	timerArmed bool
-	_          [23]byte
+	_          [19]byte
 }
 
 // taskPattern is the numeric part of a task's Pattern (its Type is kind).
@@ -311,7 +315,10 @@ type cpuState struct {
 	// timerqueue): tasks whose sleep timer is armed here, in the order of
 	// their hard expiries, equal ones in the order they were armed.
 	timers []int32
-	_      [8]byte
+	// mm is the address space the CPU holds (its active_mm, switchMM):
+	// the last task with one that ran here; noMM before any.
+	mm int32
+	_  [4]byte
 }
 
 type event struct {
@@ -591,6 +598,7 @@ func (s *sim) build() {
 		s.cpus[c].runEndT = never
 		s.cpus[c].ni = newNewidleState()
 		s.cpus[c].maxIdleBalanceCost = DefaultMigrationCost
+		s.cpus[c].mm = noMM
 		s.setIdle(c, true)
 	}
 	autogroup := in.Knobs.Autogroup == nil || *in.Knobs.Autogroup
@@ -632,6 +640,10 @@ func (s *sim) build() {
 		}
 		// sched_weight_from_cgroup(): DIV_ROUND_CLOSEST(weight * 1024, 100).
 		shares := (int64(w)*1024 + 50) / 100
+		if g.CPUShares != 0 {
+			// cpu_shares_write_u64() (v1): the shares as written.
+			shares = g.CPUShares
+		}
 		if g.CPUIdle {
 			// sched_group_set_idle(): idle groups get the minimum weight.
 			shares = weightIdlePrio
@@ -655,7 +667,10 @@ func (s *sim) build() {
 			groupTG[gi] = append(groupTG[gi], tg)
 		}
 	}
-	// Tasks.
+	// Tasks, and their address spaces: one per task, one per named
+	// AddressSpace, none for kernel threads.
+	spaces := map[string]int32{}
+	nextMM := int32(0)
 	for gi := range in.Groups {
 		g := &in.Groups[gi]
 		reps := g.Replicas
@@ -724,6 +739,21 @@ func (s *sim) build() {
 					pat: taskPattern{RunNs: g.Pattern.RunNs, PeriodNs: g.Pattern.PeriodNs, IntervalNs: g.Pattern.IntervalNs,
 						MeanRunNs: g.Pattern.MeanRunNs, MeanSleepNs: g.Pattern.MeanSleepNs}, wakeAt: -1, partner: -1, cpuPos: -1, vNormalized: true,
 					slack: slack, aff: aff, srv: srv, req: -1, rng: rand.New(rand.NewPCG(in.Seed, uint64(ti)+0x9e3779b97f4a7c15))}
+				switch {
+				case g.KernelThread:
+					t.mm = noMM
+				case g.AddressSpace != "":
+					mm, ok := spaces[g.AddressSpace]
+					if !ok {
+						mm = nextMM
+						nextMM++
+						spaces[g.AddressSpace] = mm
+					}
+					t.mm = mm
+				default:
+					t.mm = nextMM
+					nextMM++
+				}
 				if kind == patPingPong {
 					t.partner = first + int32(i^1)
 					t.jitterNs = g.Pattern.RunJitterNs
@@ -1431,25 +1461,37 @@ func (s *sim) updateRqLoadSlow(cq int32) {
 	}
 }
 
+// syncTgContrib is update_tg_load_avg() (v6.1..v6.18): publish the queue's
+// load_avg to tg->load_avg when it moved by more than 1/64 of the last
+// published contribution. The kernel's three figures are integers
+// (cfs_rq->avg.load_avg and cfs_rq->tg_load_avg_contrib are unsigned long,
+// tg->load_avg an atomic_long_t), so tg->load_avg is exactly the sum of the
+// contributions, and a group whose load sits on one CPU only has
+// tg->load_avg == contrib there: calc_group_shares() then gives it its full
+// shares exactly, whatever its queue's load. The simulator's PELT averages
+// are floats; they are published truncated, as load_avg = load_sum /
+// divider truncates. Summing the floats instead left residues of one ulp
+// (2.3e-13 at a load of 2000) once another CPU's contribution had come and
+// gone, and that residue made the group's shares 1023.999 or 1024 as its
+// queue's load.weight went between 1024 and 2048: a reweight of the
+// running group entity at every full enqueue and dequeue below it, which
+// on 6.13..6.18.44 grows its lag (reweightEntity) until the group takes
+// the CPU (TestGroupOnOneCPUKeepsFullShares).
 func (s *sim) syncTgContrib(cq int32) {
 	r := &s.rqs[cq]
 	if r.tg < 0 {
 		return
 	}
-	// update_tg_load_avg(): only publish changes above 1/64 of the contribution.
-	d := r.loadAvg.avg - r.contrib
+	la := int64(r.loadAvg.avg)
+	d := la - r.contrib
 	if d < 0 {
 		d = -d
 	}
 	if d <= r.contrib/64 {
 		return
 	}
-	tg := &s.tgs[r.tg]
-	tg.loadAvg += r.loadAvg.avg - r.contrib
-	if tg.loadAvg < 0 {
-		tg.loadAvg = 0
-	}
-	r.contrib = r.loadAvg.avg
+	s.tgs[r.tg].loadAvg += la - r.contrib
+	r.contrib = la
 }
 
 func (s *sim) cpuPelt(c int32) {

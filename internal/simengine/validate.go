@@ -178,7 +178,7 @@ func validate(in *Input) error {
 		v    int64
 	}{{"timerExpiryNs", k0.TimerExpiryNs}, {"wakeupNs", k0.WakeupNs}, {"idleExitNs", k0.IdleExitNs},
 		{"ctxSwitchNs", k0.CtxSwitchNs}, {"wakeupCPUNs", k0.WakeupCPUNs}, {"timerArmCPUNs", k0.TimerArmCPUNs},
-		{"coldWakeNs", k0.ColdWakeNs}} {
+		{"coldWakeNs", k0.ColdWakeNs}, {"processSwitchNs", k0.ProcessSwitchNs}} {
 		if kv.v < NoCost || kv.v > 100_000_000 {
 			return fmt.Errorf("node.constants.%s is %d; set it between 0 (the default) and 1e8 (100ms), or to -1 for none", kv.name, kv.v)
 		}
@@ -329,6 +329,12 @@ func validate(in *Input) error {
 		if g.CPUWeight < 0 || g.CPUWeight > 10000 {
 			return fmt.Errorf("%s: cpuWeight is %d; set it between 1 and 10000 (0 means 100)", where, g.CPUWeight)
 		}
+		if g.CPUShares != 0 && (g.CPUShares < 2 || g.CPUShares > 262144) {
+			return fmt.Errorf("%s: cpuShares is %d; set it between 2 and 262144, or 0 to use cpuWeight", where, g.CPUShares)
+		}
+		if g.CPUShares != 0 && g.CPUWeight != 0 {
+			return fmt.Errorf("%s: cpuShares and cpuWeight are two spellings of one weight; set one", where)
+		}
 		if g.CPUMaxQuotaNs < 0 || g.CPUMaxPeriodNs < 0 {
 			return fmt.Errorf("%s: cpuMax quota and period must not be negative", where)
 		}
@@ -368,15 +374,15 @@ func validate(in *Input) error {
 			}
 		}
 		if g.Root {
-			if g.Session != "" || g.Parent != "" || g.CPUWeight != 0 || g.CPUMaxQuotaNs != 0 || g.CPUIdle || g.CPUMaxPeriodNs != 0 || g.Replicas > 1 {
-				return fmt.Errorf("%s: a root group is in no cgroup and no session; remove session, parent, cpuWeight, cpuMax, cpuIdle and replicas, or root", where)
+			if g.Session != "" || g.Parent != "" || g.CPUWeight != 0 || g.CPUShares != 0 || g.CPUMaxQuotaNs != 0 || g.CPUIdle || g.CPUMaxPeriodNs != 0 || g.Replicas > 1 {
+				return fmt.Errorf("%s: a root group is in no cgroup and no session; remove session, parent, cpuWeight, cpuShares, cpuMax, cpuIdle and replicas, or root", where)
 			}
 		} else if g.Session != "" {
 			if g.Parent != "" {
 				return fmt.Errorf("%s: session and parent are exclusive (session tasks are outside any cgroup); remove one", where)
 			}
-			if g.CPUWeight != 0 || g.CPUMaxQuotaNs != 0 || g.CPUIdle || g.CPUMaxPeriodNs != 0 {
-				return fmt.Errorf("%s: a session group has no cgroup, so cpuWeight, cpuMax and cpuIdle do not apply; remove them or the session", where)
+			if g.CPUWeight != 0 || g.CPUShares != 0 || g.CPUMaxQuotaNs != 0 || g.CPUIdle || g.CPUMaxPeriodNs != 0 {
+				return fmt.Errorf("%s: a session group has no cgroup, so cpuWeight, cpuShares, cpuMax and cpuIdle do not apply; remove them or the session", where)
 			}
 			if g.Replicas > 1 {
 				return fmt.Errorf("%s: a session group has no cgroups to replicate; set replicas to 1 or 0 and use tasks", where)
@@ -396,6 +402,9 @@ func validate(in *Input) error {
 			if p.Session != "" || p.Root {
 				return fmt.Errorf("%s: parent %q is a session or root group without a cgroup; choose a cgroup group as parent", where, g.Parent)
 			}
+		}
+		if g.KernelThread && g.AddressSpace != "" {
+			return fmt.Errorf("%s: a kernel thread has no address space of its own; remove addressSpace or kernelThread", where)
 		}
 		if err := validatePattern(where, g); err != nil {
 			return err
