@@ -265,6 +265,80 @@ type NoiseThread struct {
 	CPUs string `json:"cpus,omitempty"`
 }
 
+// ForeignCgroup is a cgroup at the top of the cpu controller's hierarchy (a
+// direct child of its root) other than schedlab's own, over a window: its
+// group entity competes with the workload's on the root run queue whenever
+// it has a runnable task, however little CPU it gets there. An idle cgroup
+// (cpu.idle 1, weight 3) beside hogs gets almost none, and its threads fall
+// below the noise sources' floors, but its entity stays queued and moves the
+// root queue's average vruntime, which the wake-ups' picks compare against.
+// Nested cgroups are counted in their top level.
+type ForeignCgroup struct {
+	// path of the cgroup in the hierarchy ("/system.slice").
+	// +required
+	// +kubebuilder:validation:MinLength=2
+	// +kubebuilder:validation:MaxLength=256
+	Path string `json:"path"`
+	// shares is its weight as the kernel counts it (tg->shares): v1
+	// cpu.shares, v2 cpu.weight × 1024 / 100 rounded to the closest.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=262144
+	Shares int64 `json:"shares,omitempty"`
+	// idle is set when its cpu.idle is 1 (v1 and v2, Linux 5.15+): its
+	// group entity is SCHED_IDLE on the root run queue, with weight 3
+	// whatever shares says (sched_group_set_idle()).
+	// +optional
+	Idle bool `json:"idle,omitempty"`
+	// cpu is the CPUs it used over the window, its descendants' included
+	// (1.0 = one whole CPU).
+	// +required
+	// +kubebuilder:validation:Minimum=0
+	CPU float64 `json:"cpu"`
+	// cpuSource says where cpu comes from: Cgroup (v2 cpu.stat usage_usec,
+	// or v1 cpuacct.usage where cpuacct shares the cpu hierarchy) or
+	// Threads (the schedstat CPU time of the threads it had at the window's
+	// end: a v1 cpu hierarchy without cpuacct; threads that ended within
+	// the window are missing).
+	// +required
+	// +kubebuilder:validation:Enum=Cgroup;Threads
+	CPUSource string `json:"cpuSource"`
+	// threads it had at the window's end.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Threads int32 `json:"threads,omitempty"`
+	// runnable is the mean number of its threads that were runnable over
+	// the window, on a CPU or waiting on a run queue: the sum, over the
+	// threads it had at the window's end, of their time on a CPU and
+	// run_delay in the window (/proc/PID/task/TID/schedstat), over the
+	// window. Threads that ended within the window are missing; run_delay
+	// grows when a thread gets the CPU, so a starved thread's wait at
+	// either end lands in the window it next runs in. (Per-CPU
+	// time with the group entity queued would need schedstats' wait_sum in
+	// v1 cpu.stat, off by default; it is not read.)
+	// +required
+	// +kubebuilder:validation:Minimum=0
+	Runnable float64 `json:"runnable"`
+	// wait is the part of runnable spent waiting on a run queue
+	// (run_delay).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Wait float64 `json:"wait,omitempty"`
+	// wakeups are those threads' voluntary context switches in the window.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Wakeups int64 `json:"wakeups,omitempty"`
+	// pressureSome is the fraction of the window in which at least one of
+	// its tasks was runnable without a CPU, from its cpu.pressure (PSI's
+	// "some" total); it counts tasks that ended within the window too, and
+	// is a lower bound on the mean number waiting. Cgroup v2 with PSI only:
+	// absent on v1, whose cpu hierarchy has no pressure files.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1
+	PressureSome *float64 `json:"pressureSome,omitempty"`
+}
+
 // RejectedAttempt is an attempt at a window that was measured and then run
 // again because it was noisy or perturbed.
 type RejectedAttempt struct {
@@ -332,6 +406,17 @@ type WindowResult struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=16
 	NoiseSources []NoiseSource `json:"noiseSources,omitempty"`
+	// foreignCgroups are the cgroups at the top of the cpu hierarchy,
+	// other than schedlab's, that had runnable threads or used CPU in the
+	// window (at least 0.001 of either; at most 16, the most runnable
+	// first): their weight, idle flag, CPU and runnable load, which a
+	// prediction runs beside the workload as group entities at the root.
+	// Absent in runs of older agents and where the node has no cpu
+	// controller.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	ForeignCgroups []ForeignCgroup `json:"foreignCgroups,omitempty"`
 	// perturbed is set when, in every attempt, some group's workers broke
 	// their invariants (see WorkerInvariants): work threads that slept more
 	// than their pattern asks (beyond one switch per task per 10 s), or
@@ -530,6 +615,57 @@ type NodeCalibration struct {
 	// (then the simulator's default stays). Absent when not measured.
 	// +optional
 	ColdWake *ColdWakeCalibration `json:"coldWake,omitempty"`
+	// processSwitch is how constants.processSwitchNs was measured, or why
+	// it was not (then the simulator's default stays). Absent when not
+	// measured (runs of older agents).
+	// +optional
+	ProcessSwitch *ProcessSwitchCalibration `json:"processSwitch,omitempty"`
+}
+
+// ProcessSwitchCalibration is the calibration window's measurement of what
+// a wake-up pays more when it preempts another process than when it
+// preempts a thread of its own process: 1 ms timer sleeps on one CPU beside
+// a SCHED_IDLE spinner thread of the agent (half of them before, half
+// after) and as many beside a spinner process (a Hog worker); every
+// wake-up preempts the spinner at once, with no idle exit. The difference
+// of the two layouts' median lateness is constants.processSwitchNs.
+type ProcessSwitchCalibration struct {
+	// threadP50Ns is the median lateness of the quiet sleeps beside the
+	// spinner thread.
+	// +optional
+	ThreadP50Ns int64 `json:"threadP50Ns,omitempty"`
+	// processP50Ns is the median lateness of the quiet sleeps beside the
+	// spinner process.
+	// +optional
+	ProcessP50Ns int64 `json:"processP50Ns,omitempty"`
+	// threadSamples counts the quiet sleeps beside the thread: those
+	// during which the CPU's time went to the sleeper and its spinner but
+	// for 50 µs.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	ThreadSamples int32 `json:"threadSamples,omitempty"`
+	// processSamples counts the quiet sleeps beside the process, by the
+	// same rule.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	ProcessSamples int32 `json:"processSamples,omitempty"`
+	// perSwitchNs is the figure measured, processP50Ns - threadP50Ns; it
+	// may be negative.
+	// +optional
+	PerSwitchNs int64 `json:"perSwitchNs,omitempty"`
+	// lowNs is the lower end of an interval that holds perSwitchNs at
+	// 95 % at least (from the two medians' distribution-free intervals).
+	// +optional
+	LowNs int64 `json:"lowNs,omitempty"`
+	// highNs is the upper end of that interval.
+	// +optional
+	HighNs int64 `json:"highNs,omitempty"`
+	// rejected says why constants.processSwitchNs was not set from this
+	// measurement (too few quiet sleeps, an interval too wide); empty when
+	// it was.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	Rejected string `json:"rejected,omitempty"`
 }
 
 // ColdWakeNeighbour is what the cold wake-up measurement's sleeper slept

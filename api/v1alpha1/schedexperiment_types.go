@@ -801,6 +801,17 @@ type NodeConstants struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=1000000
 	ColdWakeNs int64 `json:"coldWakeNs,omitempty"`
+	// processSwitchNs: what a switch to a task costs more when the CPU last
+	// ran another process (another address space: context_switch() loads
+	// the task's page tables in switch_mm_irqs_off()), in the task's
+	// wake-up latency. The other constants are measured
+	// between threads of one process; a workload's tasks are processes. The
+	// calibration window measures it from timer sleeps on a busy CPU beside
+	// a spinner process and beside a spinner thread.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100000000
+	ProcessSwitchNs int64 `json:"processSwitchNs,omitempty"`
 	// timerExpiryQuantilesNs spreads timerExpiryNs: its values at the
 	// levels 5, 25, 50, 75, 90, 95 and 99 % (nondecreasing). The simulator
 	// draws a level per wake-up and pays each latency term at that level;

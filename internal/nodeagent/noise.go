@@ -42,6 +42,9 @@ type threadCPU struct {
 	runs    int64         // schedstat: timeslices run (sched_info.pcount)
 	wakeups int64         // voluntary_ctxt_switches: blocks, each ended by a wake-up
 	cpus    string        // Cpus_allowed_list
+	// at is when its schedstat was read: on a busy node reading every
+	// thread takes a while, and a rate is over the thread's own interval.
+	at time.Time
 }
 
 // readProcCPU reads every process's CPU time and its threads' counters
@@ -55,15 +58,23 @@ func readProcCPU(pfs procfs.FS, proc string) map[int]procCPU {
 	}
 	out := make(map[int]procCPU, len(procs))
 	for _, p := range procs {
-		st, err := p.Stat()
-		if err != nil {
-			continue
+		if c, ok := procCPUOf(p, proc); ok {
+			out[p.PID] = c
 		}
-		out[p.PID] = procCPU{name: st.Comm, start: st.Starttime, ppid: st.PPID, cpu: time.Duration(st.CPUTime() * float64(time.Second)),
-			children: time.Duration(st.CUTime+st.CSTime) * time.Second / userHZ,
-			threads:  readThreads(filepath.Join(proc, strconv.Itoa(p.PID), "task"))}
 	}
 	return out
+}
+
+// procCPUOf reads one process's CPU time and its threads' counters; false
+// when it ended while it was read.
+func procCPUOf(p procfs.Proc, proc string) (procCPU, bool) {
+	st, err := p.Stat()
+	if err != nil {
+		return procCPU{}, false
+	}
+	return procCPU{name: st.Comm, start: st.Starttime, ppid: st.PPID, cpu: time.Duration(st.CPUTime() * float64(time.Second)),
+		children: time.Duration(st.CUTime+st.CSTime) * time.Second / userHZ,
+		threads:  readThreads(filepath.Join(proc, strconv.Itoa(p.PID), "task"))}, true
 }
 
 // readThreads reads the counters of the threads under a task directory.
@@ -105,7 +116,7 @@ func readThread(dir string) (threadCPU, bool) {
 	if err1 != nil || err2 != nil || err3 != nil {
 		return t, false
 	}
-	t.cpu, t.wait, t.runs = time.Duration(run), time.Duration(wait), runs
+	t.cpu, t.wait, t.runs, t.at = time.Duration(run), time.Duration(wait), runs, time.Now()
 	b, err = os.ReadFile(filepath.Join(dir, "status"))
 	if err != nil {
 		return t, false
@@ -202,13 +213,21 @@ func noiseSources(before, after map[int]procCPU, workers map[int]bool, wall floa
 			if !seen || !ok || bt.cpu > at.cpu || bt.runs > at.runs || bt.wait > at.wait {
 				bt = threadCPU{}
 			}
-			tc := (at.cpu - bt.cpu).Seconds() / wall
+			// Over its own interval between its two readings: a reading
+			// of every thread on a busy node takes a while, and a thread
+			// read late in one and early in the other did less than the
+			// readings' midpoints say (as foreignCgroups does).
+			dt := wall
+			if !bt.at.IsZero() && at.at.After(bt.at) {
+				dt = at.at.Sub(bt.at).Seconds()
+			}
+			tc := (at.cpu - bt.cpu).Seconds() / dt
 			if tc < minNoiseThreadCPU {
 				continue
 			}
 			src.Threads = append(src.Threads, v1alpha1.NoiseThread{TID: int32(tid), CPU: math.Round(tc*1e4) / 1e4,
 				Runs: at.runs - bt.runs, Wakeups: max(at.wakeups-bt.wakeups, 0), CPUs: at.cpus,
-				Wait: math.Round(min((at.wait-bt.wait).Seconds()/wall, 1)*1e4) / 1e4})
+				Wait: math.Round(min((at.wait-bt.wait).Seconds()/dt, 1)*1e4) / 1e4})
 		}
 		sort.Slice(src.Threads, func(i, j int) bool {
 			if src.Threads[i].CPU != src.Threads[j].CPU {
@@ -330,13 +349,13 @@ func cpuCgroup(s, version string) string {
 
 // cgroupWeight is a cgroup's weight as the kernel's tg->shares counts it
 // (v1 cpu.shares; v2 cpu.weight scaled by sched_weight_from_cgroup(),
-// w × 1024 / 100) and whether its cpu.idle is set (v1 and v2, 5.15+).
+// DIV_ROUND_CLOSEST(w × 1024, 100)) and whether its cpu.idle is set (v1 and v2, 5.15+).
 func cgroupWeight(fsys host.FS, dir, version string) (int64, bool) {
 	var shares int64
 	if version == host.CgroupV2 {
 		if b, err := fsys.ReadFile(dir + "/cpu.weight"); err == nil {
 			if w, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil {
-				shares = w * 1024 / 100
+				shares = (w*1024 + 50) / 100
 			}
 		}
 	} else if b, err := fsys.ReadFile(dir + "/cpu.shares"); err == nil {

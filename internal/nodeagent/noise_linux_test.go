@@ -158,6 +158,25 @@ func onceChild() int {
 	return 0
 }
 
+// testCgroup makes the cgroup directory dir (it may exist) and removes it
+// when the test ends, retrying while its last tasks leave.
+func testCgroup(t *testing.T, dir string) string {
+	t.Helper()
+	if err := os.Mkdir(dir, 0o755); err != nil && !os.IsExist(err) {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for range 50 {
+			if err := os.Remove(dir); err == nil || os.IsNotExist(err) {
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		t.Errorf("could not remove the test cgroup %s", dir)
+	})
+	return dir
+}
+
 // cpuUsageCgroup makes a cgroup whose CPU usage the kernel counts for
 // everything in it, ended processes included (v1 cpuacct, or cgroup v2's
 // cpu.stat), and returns its directory and a reader of that usage.
@@ -184,19 +203,7 @@ func cpuUsageCgroup(t *testing.T, name string) (string, func() time.Duration) {
 	if root == "" {
 		t.Fatal("no cpuacct or cgroup2 hierarchy mounted: cannot count the CPU of ended processes")
 	}
-	dir := filepath.Join(root, name)
-	if err := os.Mkdir(dir, 0o755); err != nil && !os.IsExist(err) {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		for range 50 {
-			if err := os.Remove(dir); err == nil || os.IsNotExist(err) {
-				return
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-		t.Errorf("could not remove the test cgroup %s", dir)
-	})
+	dir := testCgroup(t, filepath.Join(root, name))
 	return dir, func() time.Duration {
 		b, err := os.ReadFile(filepath.Join(dir, file))
 		if err != nil {

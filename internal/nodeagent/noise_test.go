@@ -110,7 +110,12 @@ func TestReadAndDescribeNoise(t *testing.T) {
 	proc := filepath.Join(root, "proc")
 	writeFile(t, proc+"/78/task/78/schedstat", "81234567 2000 42\n")
 	writeFile(t, proc+"/78/task/78/status", "Name:\tkdamond.0\nvoluntary_ctxt_switches:\t40\nnonvoluntary_ctxt_switches:\t2\nCpus_allowed:\t3\nCpus_allowed_list:\t0-1\n")
+	t0 := time.Now()
 	th, ok := readThread(proc + "/78/task/78")
+	if th.at.Before(t0) || th.at.After(time.Now()) {
+		t.Errorf("read at %v, not while it was read", th.at)
+	}
+	th.at = time.Time{}
 	if want := (threadCPU{cpu: 81234567, wait: 2000, runs: 42, wakeups: 40, cpus: "0-1"}); !ok || th != want {
 		t.Errorf("readThread = %+v %v, want %+v", th, ok, want)
 	}
@@ -161,5 +166,24 @@ func TestReadAndDescribeNoise(t *testing.T) {
 	describeNoise(host.NewFS(root), proc, host.CgroupV2, "/sys/fs/cgroup", v2)
 	if s := v2[0]; s.Cgroup != "/bg/job1" || s.CgroupShares != 512 || s.CgroupIdle {
 		t.Errorf("v2: %+v, want cgroup /bg/job1, shares 512, not idle", s)
+	}
+}
+
+// TestCountsOverWindow: counts read between the readings around a window
+// are scaled to the window; rates stay.
+func TestCountsOverWindow(t *testing.T) {
+	srcs := []v1alpha1.NoiseSource{{CPU: 0.075, Threads: []v1alpha1.NoiseThread{{CPU: 0.075, Runs: 110, Wakeups: 83}}}}
+	cgs := []v1alpha1.ForeignCgroup{{CPU: 0.5, Wakeups: 330}}
+	countsOverWindow(srcs, cgs, 3.0/3.3)
+	th := srcs[0].Threads[0]
+	if th.Runs != 100 || th.Wakeups != 75 || cgs[0].Wakeups != 300 {
+		t.Errorf("runs %d, wake-ups %d, cgroup wake-ups %d over a 3 s window read over 3.3 s: want 100, 75, 300", th.Runs, th.Wakeups, cgs[0].Wakeups)
+	}
+	if th.CPU != 0.075 || srcs[0].CPU != 0.075 || cgs[0].CPU != 0.5 {
+		t.Errorf("rates changed: %+v %+v", srcs[0], cgs[0])
+	}
+	countsOverWindow(srcs, cgs, 1.2) // a window longer than the readings' interval: left alone
+	if srcs[0].Threads[0].Wakeups != 75 {
+		t.Errorf("wake-ups %d after a factor over 1, want 75", srcs[0].Threads[0].Wakeups)
 	}
 }

@@ -7,14 +7,7 @@ import (
 
 	"github.com/schedlab/schedlab/api/v1alpha1"
 	"github.com/schedlab/schedlab/internal/nodeagent/workload"
-	"github.com/schedlab/schedlab/internal/simengine"
 )
-
-func TestPauseLevelsAreTheSimulators(t *testing.T) {
-	if !cmp.Equal(pauseLevels[:], simengine.QuantileLevels[:]) {
-		t.Errorf("pauseLevels %v, simengine.QuantileLevels %v", pauseLevels, simengine.QuantileLevels)
-	}
-}
 
 func TestHostPausesReported(t *testing.T) {
 	if hostPauses(nil) != nil {

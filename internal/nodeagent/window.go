@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -16,6 +19,7 @@ import (
 	"github.com/schedlab/schedlab/api/v1alpha1"
 	"github.com/schedlab/schedlab/internal/nodeagent/host"
 	"github.com/schedlab/schedlab/internal/nodeagent/workload"
+	"github.com/schedlab/schedlab/internal/simengine"
 )
 
 // runner is one run's state.
@@ -95,6 +99,7 @@ func (r *runner) measure(ctx context.Context, v *v1alpha1.Variant, rep int, sett
 		}
 		res.Attempts = int32(attempt)
 		res.Groups, res.NoiseCPU, res.NoiseSources = m.groups, m.noise, m.sources
+		res.ForeignCgroups = m.cgroups
 		res.Noisy = m.noise > r.opts.NoiseThreshold
 		res.Perturbed, res.PerturbedReason = m.perturbed != "", m.perturbed
 		res.HostPauses = m.pauses
@@ -171,12 +176,35 @@ func (r *runner) window(ctx context.Context, settings []host.Setting, rep int) (
 		return measured{}, err
 	}
 
-	// The node and cgroup counters are read inside the workload's window
-	// (opening and closing it takes a while with many workers on a busy
-	// node), and turned into rates over their own interval.
+	// Every process's counters (to name the noise sources) are read just
+	// before the workload's window and just after it, never inside: that
+	// reading opens a few files of every thread on the node, milliseconds
+	// of the agent's CPU at once on the workload's CPUs (runs of 5-17 ms
+	// were traced 0.25 s into a window and at its end, and the probes
+	// waited behind them). The noise sources' rates are over the interval
+	// between the two readings.
+	procsBefore, err := r.readProcs()
+	if err != nil {
+		return measured{}, err
+	}
+	// That reading's garbage is collected now, before the window: left to
+	// the runtime, the collection it called for came inside the window
+	// when the window's own allocations reached the heap's goal (in two of
+	// four 500 ms windows of TestWindowReadsProcsOutside).
+	runtime.GC()
+	// The node and cgroup counters, a few small reads, are read inside the
+	// workload's window (opening and closing it takes a while with many
+	// workers on a busy node), and turned into rates over their own
+	// interval.
 	if err := set.Begin(); err != nil {
 		return measured{}, err
 	}
+	windowStep("begin")
+	// The agent's own counters, a few threads, at the window's edges: its
+	// entry among the noise sources is what it did inside the window, not
+	// its readings of every process around it.
+	self := r.selfPID()
+	selfBegin, selfOKBegin := r.readOneProc(self)
 	before, err := r.sample(replicas)
 	if err != nil {
 		return measured{}, err
@@ -192,7 +220,85 @@ func (r *runner) window(ctx context.Context, settings []host.Setting, rep int) (
 	if err != nil {
 		return measured{}, err
 	}
-	return r.metrics(win, replicas, before, after), nil
+	selfEnd, selfOKEnd := r.readOneProc(self)
+	windowStep("end")
+	procsAfter, err := r.readProcs()
+	if err != nil {
+		return measured{}, err
+	}
+	if selfOKBegin && selfOKEnd && procsBefore.procs != nil && procsAfter.procs != nil {
+		procsBefore.procs[self], procsAfter.procs[self] = selfBegin, selfEnd
+	}
+	return r.metrics(win, replicas, before, after, procsBefore, procsAfter), nil
+}
+
+// onWindowStep, when set (by tests), is told each step of a window as it
+// happens: "procs" for a reading of every process's counters, "begin" and
+// "end" when the workload's window opens and closes.
+var onWindowStep func(step string)
+
+func windowStep(step string) {
+	if onWindowStep != nil {
+		onWindowStep(step)
+	}
+}
+
+// procsSample is every process's CPU time, by pid, read at one instant,
+// and the cpu hierarchy's top-level cgroups other than schedlab's, by path
+// (nil without a cpu hierarchy).
+type procsSample struct {
+	at      time.Time
+	procs   map[int]procCPU
+	cgroups map[string]cgroupSample
+}
+
+// readProcs reads every process's counters under the host's /proc (see
+// readProcCPU).
+func (r *runner) readProcs() (procsSample, error) {
+	s := procsSample{at: time.Now()}
+	pfs, err := procfs.NewFS(r.fsys.Abs("/proc"))
+	if err != nil {
+		return s, err
+	}
+	s.procs = readProcCPU(pfs, r.fsys.Abs("/proc"))
+	s.at = s.at.Add(time.Since(s.at) / 2)
+	if r.caps != nil {
+		// After the threads' counters: the threads it lists are among them.
+		s.cgroups = readForeignCgroups(r.fsys, r.caps.CgroupVersion, r.caps.CgroupCPUPath)
+	}
+	windowStep("procs")
+	return s, nil
+}
+
+// selfPID is the agent's own pid under the host's /proc (the pid its
+// "self" link names there, in the host's pid namespace when the agent runs
+// in a container's); 0 when it cannot be read.
+func (r *runner) selfPID() int {
+	l, err := os.Readlink(filepath.Join(r.fsys.Abs("/proc"), "self"))
+	if err != nil {
+		return 0
+	}
+	pid, err := strconv.Atoi(l)
+	if err != nil {
+		return 0
+	}
+	return pid
+}
+
+// readOneProc reads one process's counters under the host's /proc.
+func (r *runner) readOneProc(pid int) (procCPU, bool) {
+	if pid <= 0 {
+		return procCPU{}, false
+	}
+	pfs, err := procfs.NewFS(r.fsys.Abs("/proc"))
+	if err != nil {
+		return procCPU{}, false
+	}
+	p, err := pfs.Proc(pid)
+	if err != nil {
+		return procCPU{}, false
+	}
+	return procCPUOf(p, r.fsys.Abs("/proc"))
 }
 
 func sleep(ctx context.Context, d time.Duration) error {
@@ -219,7 +325,6 @@ type sample struct {
 	// starved agent reads one cgroup and the next far apart, so each
 	// replica's rate is over its own interval.
 	usageAt map[string]time.Time
-	procs   map[int]procCPU // every process's CPU time, by pid
 }
 
 func (r *runner) sample(replicas []host.Replica) (sample, error) {
@@ -235,7 +340,6 @@ func (r *runner) sample(replicas []host.Replica) (sample, error) {
 	c := st.CPUTotal
 	busy := c.User + c.Nice + c.System + c.IRQ + c.SoftIRQ + c.Steal
 	s.busy = time.Duration(busy * float64(time.Second))
-	s.procs = readProcCPU(pfs, r.fsys.Abs("/proc"))
 	for _, rep := range replicas {
 		r0 := time.Now()
 		u, _, err := r.cg.Usage(rep.Dir)
@@ -258,9 +362,10 @@ func (r *runner) sample(replicas []host.Replica) (sample, error) {
 // measured is what one window measured.
 type measured struct {
 	groups    []v1alpha1.GroupMeasurement
-	noise     float64                // CPUs used by everything but the workload
-	sources   []v1alpha1.NoiseSource // who used them (noiseSources)
-	perturbed string                 // which groups' workers broke their invariants, and how ("" if none did)
+	noise     float64                  // CPUs used by everything but the workload
+	sources   []v1alpha1.NoiseSource   // who used them (noiseSources)
+	cgroups   []v1alpha1.ForeignCgroup // the top-level cgroups' load (foreignCgroups)
+	perturbed string                   // which groups' workers broke their invariants, and how ("" if none did)
 	pauses    *v1alpha1.HostPauseMeasurement
 }
 
@@ -269,7 +374,7 @@ type measured struct {
 // session groups; the rest from the workload's per-task statistics. Its
 // noise is the CPUs used by everything else over the window, and its
 // sources the processes that used the most of them.
-func (r *runner) metrics(win *workload.Window, replicas []host.Replica, before, after sample) measured {
+func (r *runner) metrics(win *workload.Window, replicas []host.Replica, before, after sample, procsBefore, procsAfter procsSample) measured {
 	secs := win.Duration.Seconds()
 	wall := after.at.Sub(before.at).Seconds()
 	cgroupCPU := map[string]float64{}
@@ -317,18 +422,38 @@ func (r *runner) metrics(win *workload.Window, replicas []host.Replica, before, 
 		noise = 0
 	}
 	why := v1alpha1.Truncate(strings.Join(perturbed, "; "), 1024)
-	srcs := noiseSources(before.procs, after.procs, workers, wall)
+	srcs := noiseSources(procsBefore.procs, procsAfter.procs, workers, procsAfter.at.Sub(procsBefore.at).Seconds())
 	var cgv, mount string
 	if r.caps != nil {
 		cgv, mount = r.caps.CgroupVersion, r.caps.CgroupCPUPath
 	}
 	describeNoise(r.fsys, r.fsys.Abs("/proc"), cgv, mount, srcs)
-	return measured{groups: out, noise: noise, sources: srcs, perturbed: why, pauses: hostPauses(win.Pauses)}
+	cgs := foreignCgroups(procsBefore.cgroups, procsAfter.cgroups, threadIndex(procsBefore.procs), threadIndex(procsAfter.procs), procsAfter.at.Sub(procsBefore.at).Seconds())
+	countsOverWindow(srcs, cgs, secs/procsAfter.at.Sub(procsBefore.at).Seconds())
+	return measured{groups: out, noise: noise, sources: srcs, cgroups: cgs, perturbed: why, pauses: hostPauses(win.Pauses)}
 }
 
-// pauseLevels are the simulator's quantile levels (simengine.QuantileLevels,
-// which this package does not import; a test holds them equal).
-var pauseLevels = [...]float64{0.05, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99}
+// countsOverWindow scales the noise threads' and the foreign cgroups'
+// counts (runs, wake-ups), counted between the two readings of every
+// process around the window, to the window's length (f = window / that
+// interval, at most 1), as the API gives them: "in the window". Their CPU
+// and wait are rates already. Without it a 3 s window read 3.3 s of a
+// thread's wake-ups, and its mean burst (CPU over wake-ups) came out short.
+func countsOverWindow(srcs []v1alpha1.NoiseSource, cgs []v1alpha1.ForeignCgroup, f float64) {
+	if !(f > 0 && f < 1) {
+		return
+	}
+	scale := func(n int64) int64 { return int64(math.Round(float64(n) * f)) }
+	for i := range srcs {
+		for j := range srcs[i].Threads {
+			th := &srcs[i].Threads[j]
+			th.Runs, th.Wakeups = scale(th.Runs), scale(th.Wakeups)
+		}
+	}
+	for i := range cgs {
+		cgs[i].Wakeups = scale(cgs[i].Wakeups)
+	}
+}
 
 // hostPauses is the window's host pauses as the API reports them; nil when
 // no Hog watched.
@@ -350,7 +475,7 @@ func hostPauses(h *workload.HostPauses) *v1alpha1.HostPauseMeasurement {
 			oneHog = append(oneHog, max(p.LengthNs, 1))
 		}
 	}
-	out.ShortStallQuantilesNs = lengthQuantiles(oneHog)
+	out.ShortStallQuantilesNs = simengine.OrderQuantiles(oneHog)
 	out.VCPUStalls = int32(min(len(h.VCPUStalls), 10_000_000))
 	for i, p := range h.VCPUStalls {
 		out.VCPUStallLongestNs = max(out.VCPUStallLongestNs, p.LengthNs)
@@ -367,22 +492,7 @@ func hostPauses(h *workload.HostPauses) *v1alpha1.HostPauseMeasurement {
 	}
 	if len(lengths) > 0 {
 		out.LengthsNs = append([]int64(nil), lengths[:min(len(lengths), 64)]...)
-		out.QuantilesNs = lengthQuantiles(lengths)
-	}
-	return out
-}
-
-// lengthQuantiles are lengths at pauseLevels (order statistics, as the
-// calibration's); nil without lengths.
-func lengthQuantiles(lengths []int64) []int64 {
-	if len(lengths) == 0 {
-		return nil
-	}
-	sorted := slices.Clone(lengths)
-	slices.Sort(sorted)
-	out := make([]int64, len(pauseLevels))
-	for i, l := range pauseLevels {
-		out[i] = sorted[min(int(l*float64(len(sorted))), len(sorted)-1)]
+		out.QuantilesNs = simengine.OrderQuantiles(lengths)
 	}
 	return out
 }

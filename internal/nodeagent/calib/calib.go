@@ -1,7 +1,8 @@
 // Package calib measures a node's wake-up path in a short calibration
 // window before an experiment's plan: how late a timer sleep ends on an idle
-// and on a busy CPU, what a wake-up by a pipe costs on the same CPU and on
-// another, idle one, the CPU time each of those costs the woken thread, the
+// and on a busy CPU (beside a spinner thread, and beside a spinner process:
+// the switch of address space), what a wake-up by a pipe costs on the same
+// CPU and on another, idle one, the CPU time each of those costs the woken thread, the
 // share of the CPUs' time spent in interrupts and steal, and what a timer
 // wake-up on a busy CPU costs more after a 40 ms sleep than after a 2 ms
 // one beside a spinner process, a workload worker (the cold wake-up,
@@ -16,7 +17,7 @@
 // few disturbed samples do not move it.
 //
 // Imports: the API types, the simulator's constants and package workload
-// (the cold wake-up's spinner is a Hog worker). Start at MeasureRaw.
+// (the spinner processes are Hog workers). Start at MeasureRaw.
 package calib
 
 import (
@@ -42,12 +43,13 @@ type Options struct {
 	// sleeps each, 44 ms); 0 means 20 (0.88 s), negative: not measured.
 	ColdCycles int
 	// WorkerBinary is the schedlab binary (workload.Spec.WorkerBinary)
-	// that the cold wake-up measurement starts as its spinner: one Hog
-	// worker at SCHED_IDLE on the measurement's CPU, a process of its own
-	// as a workload's tasks are to each other. "" spins on a thread of this
-	// process instead, which the development node showed paying 0.5-0.7 of
-	// what a process neighbour makes a long sleep pay (see
-	// coldWakeLateness).
+	// that the cold wake-up and process switch measurements start as
+	// their spinner: one Hog worker at SCHED_IDLE on the measurement's
+	// CPU, a process of its own as a workload's tasks are to each other.
+	// "" spins on a thread of this process instead, which the development
+	// node showed paying 0.5-0.7 of what a process neighbour makes a long
+	// sleep pay (see coldWakeLateness), and leaves the process switch
+	// unmeasured (busyTimerLateness).
 	WorkerBinary string
 }
 
@@ -112,6 +114,10 @@ type Raw struct {
 	// Cold: what a wake-up costs more after a 40 ms sleep than after a
 	// 2 ms one (coldWakeFigure); nil when not measured.
 	Cold *ColdWake
+	// Switch: what a busy-CPU timer wake-up costs more beside a spinner
+	// process than beside a spinner thread of this process
+	// (processSwitchFigure); nil when not measured.
+	Switch *ProcessSwitch
 }
 
 // The cold wake-up measurement's judgement (coldWakeFigure).
@@ -148,6 +154,18 @@ type ColdWake struct {
 	Rejected string
 }
 
+// medianInterval is the median of xs (sorted in place) and its
+// distribution-free 95 % interval: the order statistics at ranks
+// n/2 ∓ 0.98√n (the binomial's normal approximation). xs is not empty.
+func medianInterval(xs []int64) (lo, med, hi int64) {
+	slices.Sort(xs)
+	n := float64(len(xs))
+	h := 0.98 * math.Sqrt(n)
+	j := max(int(math.Floor(n/2-h)), 1)
+	k := min(int(math.Ceil(n/2+h)), len(xs))
+	return xs[j-1], xs[len(xs)/2], xs[k-1]
+}
+
 // coldWakeFigure is the cold wake-up cost per doubling of the sleep from
 // the lateness of quiet sleeps of shortNs and longNs (sorted in place),
 // longMade long sleeps made, and the CPU share other processes took.
@@ -161,16 +179,8 @@ func coldWakeFigure(short, long []int64, shortNs, longNs int64, longMade int, ot
 		c.Rejected = "no quiet sleep"
 		return c
 	}
-	ci := func(xs []int64) (lo, med, hi int64) {
-		slices.Sort(xs)
-		n := float64(len(xs))
-		h := 0.98 * math.Sqrt(n)
-		j := max(int(math.Floor(n/2-h)), 1)
-		k := min(int(math.Ceil(n/2+h)), len(xs))
-		return xs[j-1], xs[len(xs)/2], xs[k-1]
-	}
-	sLo, sMed, sHi := ci(short)
-	lLo, lMed, lHi := ci(long)
+	sLo, sMed, sHi := medianInterval(short)
+	lLo, lMed, lHi := medianInterval(long)
 	d := math.Log2(float64(longNs) / float64(shortNs))
 	per := func(v int64) int64 { return int64(math.Round(float64(v) / d)) }
 	c.ShortLate, c.LongLate = sMed, lMed
@@ -184,6 +194,55 @@ func coldWakeFigure(short, long []int64, shortNs, longNs int64, longMade int, ot
 		c.Rejected = fmt.Sprintf("95 %% interval %.1f to %.1f µs per doubling, wider than %.0f µs", float64(c.Low)/1e3, float64(c.High)/1e3, coldMaxWidthNs/1e3)
 	}
 	return c
+}
+
+// The process switch measurement's judgement (processSwitchFigure).
+const (
+	// switchMinQuiet: fewer quiet sleeps than this in either layout and
+	// the medians are not worth a constant (with 50 a median's 95 %
+	// interval spans the 18th to the 32nd of them).
+	switchMinQuiet = 50
+	// switchMaxWidthNs: an interval wider than this says the two blocks'
+	// sleeps were spread by something else than their neighbour.
+	switchMaxWidthNs = 4_000
+)
+
+// ProcessSwitch is the process switch measurement (see
+// busyTimerLateness): the median lateness of the quiet 1 ms timer sleeps
+// on a busy CPU beside a spinner thread of this process and beside a
+// spinner process, their difference and its 95 % interval.
+type ProcessSwitch struct {
+	ThreadLate, ProcessLate int64
+	Thread, Process         int // quiet sleeps
+	// PerSwitch = ProcessLate - ThreadLate, and its interval Low..High.
+	PerSwitch, Low, High int64
+	// Rejected says why PerSwitch is not the node's ProcessSwitchNs; ""
+	// when it is.
+	Rejected string
+}
+
+// processSwitchFigure is what a wake-up that preempts another process
+// pays more than one that preempts a thread of its own process, from the
+// quiet sleeps' lateness beside each (sorted in place). The interval
+// comes from the two medians' distribution-free intervals (as in
+// coldWakeFigure), so it holds the difference at 95 % at least.
+func processSwitchFigure(thread, process []int64) *ProcessSwitch {
+	p := &ProcessSwitch{Thread: len(thread), Process: len(process)}
+	if len(thread) == 0 || len(process) == 0 {
+		p.Rejected = "no quiet sleep"
+		return p
+	}
+	tLo, tMed, tHi := medianInterval(thread)
+	pLo, pMed, pHi := medianInterval(process)
+	p.ThreadLate, p.ProcessLate = tMed, pMed
+	p.PerSwitch, p.Low, p.High = pMed-tMed, pLo-tHi, pHi-tLo
+	switch {
+	case min(len(thread), len(process)) < switchMinQuiet:
+		p.Rejected = fmt.Sprintf("%d quiet sleeps beside the thread and %d beside the process, fewer than %d", len(thread), len(process), switchMinQuiet)
+	case p.High-p.Low > switchMaxWidthNs:
+		p.Rejected = fmt.Sprintf("95 %% interval %.1f to %.1f µs, wider than %.0f µs", float64(p.Low)/1e3, float64(p.High)/1e3, switchMaxWidthNs/1e3)
+	}
+	return p
 }
 
 // Constants derives the simulator's node constants from the raw
@@ -208,6 +267,12 @@ func coldWakeFigure(short, long []int64, shortNs, longNs int64, longMade int, ot
 // 1 ms with autogroup off. This node measured 11-14 µs per sleep (a
 // timer arm of 2.6-5.2 µs against the 3 µs default) at a load of 9.
 // TimerCPU and LocalMessage are kept in Raw for the record.
+//
+// The timer, switch and pipe paths are measured beside and between threads
+// of this process, so they hold no switch of address space; a wake-up
+// that preempts another process pays ProcessSwitchNs more, the difference
+// of the busy timer path beside a spinner process and beside a thread
+// (processSwitchFigure), kept when the measurement is judged sound.
 func (r Raw) Constants() v1alpha1.NodeConstants {
 	pos := func(v int64) int64 { return max(v, 1) }
 	ctx := pos(r.LocalWakeLate)
@@ -225,6 +290,9 @@ func (r Raw) Constants() v1alpha1.NodeConstants {
 	}
 	if r.Cold != nil && r.Cold.Rejected == "" {
 		c.ColdWakeNs = pos(r.Cold.PerDoubling)
+	}
+	if r.Switch != nil && r.Switch.Rejected == "" {
+		c.ProcessSwitchNs = pos(r.Switch.PerSwitch)
 	}
 	// The spreads: the simulator pays every term of a wake-up's path at
 	// one level u, so each term's quantile function is the difference of
@@ -272,20 +340,15 @@ func (r Raw) Calibration(noiseCPU float64) *v1alpha1.NodeCalibration {
 			Rejected: v1alpha1.Truncate(c.Rejected, 256),
 		}
 	}
+	if p := r.Switch; p != nil {
+		cal.ProcessSwitch = &v1alpha1.ProcessSwitchCalibration{
+			ThreadP50Ns: p.ThreadLate, ProcessP50Ns: p.ProcessLate,
+			ThreadSamples: int32(p.Thread), ProcessSamples: int32(p.Process),
+			PerSwitchNs: p.PerSwitch, LowNs: p.Low, HighNs: p.High,
+			Rejected: v1alpha1.Truncate(p.Rejected, 256),
+		}
+	}
 	return cal
-}
-
-// quantiles of xs at simengine.QuantileLevels (sorts xs in place); nil for none.
-func quantiles(xs []int64) []int64 {
-	if len(xs) == 0 {
-		return nil
-	}
-	slices.Sort(xs)
-	q := make([]int64, len(simengine.QuantileLevels))
-	for i, l := range simengine.QuantileLevels {
-		q[i] = xs[min(int(l*float64(len(xs))), len(xs)-1)]
-	}
-	return q
 }
 
 // median of xs (sorted in place); 0 for none.

@@ -77,16 +77,6 @@ func TestConstantQuantilesFromRaw(t *testing.T) {
 	}
 }
 
-func TestQuantiles(t *testing.T) {
-	xs := make([]int64, 200)
-	for i := range xs {
-		xs[i] = int64(200 - i)
-	}
-	if got, want := quantiles(xs), []int64{11, 51, 101, 151, 181, 191, 199}; !reflect.DeepEqual(got, want) {
-		t.Errorf("quantiles = %v, want %v", got, want)
-	}
-}
-
 // The cold wake-up figure is the difference of the two lengths' median
 // lateness over the doublings between them (log2(40/2) = 4.32), with an
 // interval from the medians' order statistics; the node's coldWakeNs is
@@ -152,5 +142,69 @@ func TestColdWakeFigure(t *testing.T) {
 	r.Cold = nil
 	if r.Constants().ColdWakeNs != 0 || r.Calibration(0).ColdWake != nil {
 		t.Errorf("not measured: want no coldWakeNs and no status coldWake")
+	}
+}
+
+// The process switch is the difference of the busy timer path's medians
+// beside a spinner process and beside a spinner thread, with an interval
+// from the medians' order statistics; the node's processSwitchNs is set
+// from it only when the measurement is judged sound.
+func TestProcessSwitchFigure(t *testing.T) {
+	// 100 sleeps beside the thread 18.00..22.95 µs late, 100 beside the
+	// process 4 µs later.
+	var thread, process []int64
+	for i := range 100 {
+		thread = append(thread, 18_000+int64(i)*50)
+		process = append(process, 22_000+int64(i)*50)
+	}
+	p := processSwitchFigure(slices.Clone(thread), slices.Clone(process))
+	// Medians: the 51st, 20.5 and 24.5 µs.
+	if p.ThreadLate != 20_500 || p.ProcessLate != 24_500 || p.PerSwitch != 4_000 || p.Rejected != "" {
+		t.Fatalf("figure %+v, want medians 20500 and 24500, 4000 ns, accepted", p)
+	}
+	// Ranks 50 ∓ 9.8: the 40th and the 60th, 19.95 and 20.95 µs beside the
+	// thread, 23.95 and 24.95 beside the process: 23.95-20.95 = 3.0,
+	// 24.95-19.95 = 5.0.
+	if p.Low != 3_000 || p.High != 5_000 {
+		t.Errorf("interval %d..%d ns, want 3000..5000", p.Low, p.High)
+	}
+	r := Raw{IdleTimerLate: 60_000, BusyTimerLate: 45_000, LocalWakeLate: 8_000, Switch: p}
+	if got := r.Constants().ProcessSwitchNs; got != 4_000 {
+		t.Errorf("processSwitchNs %d, want the figure's 4000", got)
+	}
+	if ps := r.Calibration(0).ProcessSwitch; ps == nil || ps.PerSwitchNs != 4_000 || ps.ThreadSamples != 100 || ps.ProcessSamples != 100 ||
+		ps.ThreadP50Ns != 20_500 || ps.ProcessP50Ns != 24_500 || ps.Rejected != "" {
+		t.Errorf("status processSwitch %+v, want the figure recorded", ps)
+	}
+	// A process neighbour no costlier than a thread: recorded as 1 ns (0
+	// would read as the default).
+	r.Switch = processSwitchFigure(slices.Clone(process), slices.Clone(thread))
+	if r.Switch.PerSwitch != -4_000 || r.Constants().ProcessSwitchNs != 1 {
+		t.Errorf("process no costlier: %d ns, processSwitchNs %d; want -4000 and 1", r.Switch.PerSwitch, r.Constants().ProcessSwitchNs)
+	}
+	spread := slices.Clone(process[:50])
+	for i := range 50 {
+		spread = append(spread, 40_000+int64(i)*1_000)
+	}
+	for _, tc := range []struct {
+		name            string
+		thread, process []int64
+		why             string
+	}{
+		{"few quiet sleeps", thread, process[:49], "100 quiet sleeps beside the thread and 49 beside the process, fewer than 50"},
+		{"spread", thread, spread, "wider than 4 µs"},
+	} {
+		p := processSwitchFigure(slices.Clone(tc.thread), slices.Clone(tc.process))
+		r.Switch = p
+		if !strings.Contains(p.Rejected, tc.why) || r.Constants().ProcessSwitchNs != 0 {
+			t.Errorf("%s: %+v, processSwitchNs %d; want it rejected (%q) and the default (0) kept", tc.name, p, r.Constants().ProcessSwitchNs, tc.why)
+		}
+		if ps := r.Calibration(0).ProcessSwitch; ps == nil || ps.Rejected != p.Rejected {
+			t.Errorf("%s: status processSwitch %+v, want the rejection recorded", tc.name, ps)
+		}
+	}
+	r.Switch = nil
+	if r.Constants().ProcessSwitchNs != 0 || r.Calibration(0).ProcessSwitch != nil {
+		t.Errorf("not measured: want no processSwitchNs and no status processSwitch")
 	}
 }

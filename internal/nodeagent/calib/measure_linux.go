@@ -18,9 +18,10 @@ import (
 
 	"github.com/schedlab/schedlab/api/v1alpha1"
 	"github.com/schedlab/schedlab/internal/nodeagent/workload"
+	"github.com/schedlab/schedlab/internal/simengine"
 )
 
-// Measure runs the calibration window on this node (about 2.3 s) and
+// Measure runs the calibration window on this node (about 3 s) and
 // returns what the node's status records. It needs no privileges beyond
 // setting its own threads' affinity and SCHED_IDLE policy.
 func Measure(ctx context.Context, opts Options) (*v1alpha1.NodeCalibration, error) {
@@ -51,7 +52,7 @@ func MeasureRaw(ctx context.Context, opts Options) (Raw, float64, error) {
 			if err != nil {
 				return err
 			}
-			r.IdleTimerLate, r.IdleTimerQ, r.TimerCPU, r.IdleQuiet, err = timerLateness(last, o.Sleeps, false)
+			r.IdleTimerLate, r.IdleTimerQ, r.TimerCPU, r.IdleQuiet, err = timerLateness(last, o.Sleeps)
 			if err != nil {
 				return err
 			}
@@ -62,9 +63,16 @@ func MeasureRaw(ctx context.Context, opts Options) (Raw, float64, error) {
 			r.IdleCPUIdle = min(max((idle1-idle0).Seconds()/at1.Sub(at0).Seconds(), 0), 1)
 			return nil
 		},
-		func() (err error) {
-			r.BusyTimerLate, r.BusyTimerQ, _, r.BusyQuiet, err = timerLateness(last, o.Sleeps, true)
-			return err
+		func() error {
+			b, err := busyTimerLateness(ctx, last, o.Sleeps, o.WorkerBinary)
+			if err != nil {
+				return err
+			}
+			r.BusyTimerLate, r.BusyTimerQ, r.BusyQuiet = b.thread.summary()
+			if o.WorkerBinary != "" {
+				r.Switch = processSwitchFigure(slices.Clone(b.rawThread.quiet), slices.Clone(b.process.quiet))
+			}
+			return nil
 		},
 		func() (err error) {
 			r.BusyTimerCPU, err = timerSleepCPU(last, o.Sleeps/2)
@@ -101,6 +109,9 @@ func MeasureRaw(ctx context.Context, opts Options) (Raw, float64, error) {
 		}
 	}
 	r.Samples = 2*o.Sleeps + o.Messages
+	if o.WorkerBinary != "" {
+		r.Samples += o.Sleeps // the process switch step (busyTimerLateness)
+	}
 	busy1, self1, bg1, t1, err := usage()
 	if err != nil {
 		return r, 0, err
@@ -309,82 +320,180 @@ func threadCPUOf(tid int) int64 {
 // one the CPU's two threads had to themselves.
 const quietGapNs = 50_000
 
-// timerLateness sleeps n times for 1 ms to an absolute deadline on cpu and
-// returns the median lateness, its quantiles and the mean thread CPU time
-// per sleep. With busy, a SCHED_IDLE thread spins on the same CPU
-// meanwhile, and the quantiles are those of the quiet sleeps: the ones
-// during which the CPU's time went to the spinner and the sleeper but for
-// quietGapNs. The window's CPU is not reserved, and other processes run on
-// it more while no workload does than beside one: a woken thread then
-// waits for their kernel paths to end (with preemption None, until they
-// reach a preemption point), which is their load, not the node's wake-up
-// path. Without busy, a sleep is quiet when the sleeper waited at most
-// quietRunDelayNs on the runqueue after its wake-up (its sched_info
-// run_delay, /proc/thread-self/schedstat): on an idle CPU it runs at once
-// unless another process holds the CPU. With fewer than a fifth of the
-// sleeps quiet, all of them count. quiet is the fraction of quiet sleeps.
-func timerLateness(cpu, n int, busy bool) (late int64, q []int64, cpuPer int64, quiet float64, err error) {
-	spinTid := -1
-	if busy {
-		stop := make(chan struct{})
-		ready := make(chan spinReady, 1)
-		go spinner(cpu, stop, ready)
-		r := <-ready
-		if r.err != nil {
-			close(stop)
-			return 0, nil, 0, 0, r.err
-		}
-		spinTid = r.tid
-		defer close(stop)
+// timerSamples are what timerSleeps saw: every sleep's lateness, the
+// quiet ones' (see timerSleeps), and the sleeper's mean CPU time per sleep.
+type timerSamples struct {
+	all, quiet []int64
+	cpuPer     int64
+}
+
+// summary is the samples' median lateness (of all sleeps), their
+// quantiles (of the quiet sleeps, or of all when fewer than a fifth of
+// them were quiet) and the quiet fraction.
+func (t timerSamples) summary() (late int64, q []int64, quiet float64) {
+	n := len(t.all)
+	if n == 0 {
+		return 0, nil, 0
 	}
-	type out struct {
-		late, cpu int64
-		q         []int64
-		quiet     float64
+	quiet = float64(len(t.quiet)) / float64(n)
+	if len(t.quiet) >= n/5 {
+		q = simengine.OrderQuantiles(t.quiet)
 	}
-	o, err := onPinnedThread(cpu, func() out {
-		lates := make([]int64, 0, n)
-		quietLates := make([]int64, 0, n)
+	if q == nil {
+		q = simengine.OrderQuantiles(t.all)
+	}
+	return median(slices.Clone(t.all)), q, quiet
+}
+
+// timerLateness sleeps n times for 1 ms to an absolute deadline on an
+// otherwise idle cpu and returns the median lateness, its quantiles, the
+// mean thread CPU time per sleep and the quiet fraction (timerSleeps).
+func timerLateness(cpu, n int) (late int64, q []int64, cpuPer int64, quiet float64, err error) {
+	s, err := timerSleeps(cpu, n, nil, false)
+	late, q, quiet = s.summary()
+	return late, q, s.cpuPer, quiet, err
+}
+
+// timerSleeps sleeps n times for 1 ms to an absolute deadline on cpu and
+// returns how late each sleep ended, which of them were quiet, and the
+// mean thread CPU time per sleep. With spin (a spinner's CPU time so far,
+// -1 when it cannot be read), a SCHED_IDLE spinner runs on the same CPU
+// meanwhile, and a sleep is quiet when the CPU's time went to the spinner
+// and the sleeper but for quietGapNs. The window's CPU is not reserved,
+// and other processes run on it more while no workload does than beside
+// one: a woken thread then waits for their kernel paths to end (with
+// preemption None, until they reach a preemption point), which is their
+// load, not the node's wake-up path. Without spin, a sleep is quiet when
+// the sleeper waited at most quietRunDelayNs on the runqueue after its
+// wake-up (its sched_info run_delay, /proc/thread-self/schedstat): on an
+// idle CPU it runs at once unless another process holds the CPU.
+//
+// With raw, each sleep is a raw system call and its end is read from the
+// vDSO clock, as a workload's work loop sleeps (nodeagent/workload
+// sleepUntil, nanotime): between the return to user space and the reading
+// the sleeper touches only a few pages of its own. Otherwise they are
+// ordinary Go system calls, whose return runs the runtime's exitsyscall()
+// over its own data first.
+func timerSleeps(cpu, n int, spin func() int64, raw bool) (timerSamples, error) {
+	sleep, clock := sleepUntil, now
+	if raw {
+		sleep, clock = rawSleepUntil, nanotime
+	}
+	return onPinnedThread(cpu, func() timerSamples {
+		out := timerSamples{all: make([]int64, 0, n), quiet: make([]int64, 0, n)}
 		rd := newRunDelay()
 		defer rd.close()
 		// One sleep first, so the measured ones start from a sleep.
-		deadline := now() + 1_000_000
-		sleepUntil(deadline)
+		deadline := clock() + 1_000_000
+		sleep(deadline)
 		c0 := threadCPU()
 		for i := 0; i < n; i++ {
 			var s0, own0, r0 int64
-			if spinTid >= 0 {
-				s0, own0 = threadCPUOf(spinTid), threadCPU()
+			if spin != nil {
+				s0, own0 = spin(), threadCPU()
 			} else {
 				r0 = rd.read()
 			}
-			w0 := now()
+			w0 := clock()
 			deadline = w0 + 1_000_000
-			sleepUntil(deadline)
-			w1 := now()
+			sleep(deadline)
+			w1 := clock()
 			l := w1 - deadline
-			lates = append(lates, l)
-			if spinTid >= 0 {
-				s1, own1 := threadCPUOf(spinTid), threadCPU()
+			out.all = append(out.all, l)
+			if spin != nil {
+				s1, own1 := spin(), threadCPU()
 				if s0 >= 0 && s1 >= 0 && (w1-w0)-(s1-s0)-(own1-own0) <= quietGapNs {
-					quietLates = append(quietLates, l)
+					out.quiet = append(out.quiet, l)
 				}
 			} else if r1 := rd.read(); r0 >= 0 && r1 >= 0 && r1-r0 <= quietRunDelayNs {
-				quietLates = append(quietLates, l)
+				out.quiet = append(out.quiet, l)
 			}
 		}
-		cpu := (threadCPU() - c0) / int64(n)
-		o := out{cpu: cpu, quiet: float64(len(quietLates)) / float64(n)}
-		if len(quietLates) >= n/5 {
-			o.q = quantiles(quietLates)
+		if n > 0 {
+			out.cpuPer = (threadCPU() - c0) / int64(n)
 		}
-		if o.q == nil {
-			o.q = quantiles(lates)
-		}
-		o.late = median(lates)
-		return o
+		return out
 	})
-	return o.late, o.q, o.cpu, o.quiet, err
+}
+
+// busySamples are what busyTimerLateness saw: the busy timer path beside
+// a spinner thread (ordinary sleeps), and the process switch step's raw
+// sleeps beside a spinner thread and beside a spinner process (their
+// cpuPer is not kept).
+type busySamples struct {
+	thread, rawThread, process timerSamples
+	// processPID is the spinner process's pid (0 when not measured);
+	// processShare its CPU time over its block's wall time.
+	processPID   int
+	processShare float64
+}
+
+// busyTimerLateness measures the timer path on a busy cpu: n sleeps of
+// 1 ms (timerSleeps) beside a SCHED_IDLE spinner thread of this process,
+// ordinary Go system calls as the window always made them (the timer
+// constants come from these). With worker set it then measures the
+// process switch: n/2 raw sleeps (as a workload's loop makes them) beside
+// a spinner thread, in two halves, and between them n/2 beside a spinner
+// process (a Hog worker of worker at SCHED_IDLE, as in coldWakeLateness).
+// Every wake-up preempts its spinner at once, so the two layouts differ in
+// one thing: the spinner thread shares the sleeper's address space, the
+// process does not, and the wake-up's context_switch() then loads the
+// sleeper's page tables (switch_mm_irqs_off(), v6.18), which a workload
+// pays whenever its task preempts another process. The thread's halves
+// around the process's block let a drift of the node's state over the
+// second hit both alike.
+//
+// The sleeps of the switch step are raw because what a switch of
+// address space costs depends on how much of its own memory the woken
+// task touches before it reads the clock: on the development node (a
+// paravirtual guest whose page-table loads are hypercalls, without PCID),
+// 2026-12-07 13:38-13:42, a C sleeper beside a C spinner process paid
+// 2.6 µs more at the median than beside a spinner thread of its own (8 of
+// 10 interleaved rounds 2.3-3.2 µs; its CPU per sleep 2-2.5 µs more), while
+// this package's ordinary-syscall sleeper paid 16-18 µs more beside any
+// other process (a Hog worker or a shell loop; its CPU per sleep 13-16 µs
+// more), the runtime's exitsyscall() touching its own data first. A
+// workload's loop sleeps with raw system calls and reads the vDSO clock,
+// as the C sleeper does.
+func busyTimerLateness(ctx context.Context, cpu, n int, worker string) (busySamples, error) {
+	var out busySamples
+	// block sleeps k times beside the spinner of worker (startSideSpinner),
+	// and says which process it was and the share of the wall time it ran.
+	block := func(w string, k int, raw bool) (timerSamples, int, float64, error) {
+		sp, stop, err := startSideSpinner(ctx, cpu, w)
+		if err != nil {
+			return timerSamples{}, 0, 0, err
+		}
+		defer stop()
+		c0, w0 := sp.cpu(), now()
+		s, err := timerSleeps(cpu, k, sp.cpu, raw)
+		share := 0.0
+		if c1, w1 := sp.cpu(), now(); c0 >= 0 && c1 >= 0 && w1 > w0 {
+			share = float64(c1-c0) / float64(w1-w0)
+		}
+		return s, sp.pid, share, err
+	}
+	var err error
+	if out.thread, _, _, err = block("", n, false); err != nil || worker == "" {
+		return out, err
+	}
+	m := n / 2
+	for i, k := range []int{m / 2, m - m/2} {
+		if i == 1 {
+			s, pid, share, err := block(worker, m, true)
+			if err != nil {
+				return out, err
+			}
+			out.process, out.processPID, out.processShare = s, pid, share
+		}
+		s, _, _, err := block("", k, true)
+		if err != nil {
+			return out, err
+		}
+		out.rawThread.all = append(out.rawThread.all, s.all...)
+		out.rawThread.quiet = append(out.rawThread.quiet, s.quiet...)
+	}
+	return out, nil
 }
 
 // timerSleepCPU is the thread CPU time one 1 ms timer sleep costs the
@@ -577,7 +686,7 @@ func pipePingPong(cpuA, cpuB, n int) (late int64, q []int64, perMsg int64, err e
 		}
 	}
 	all := append(lates[0], lates[1]...)
-	return median(all), quantiles(all), (end - start) / int64(2*n), nil
+	return median(all), simengine.OrderQuantiles(all), (end - start) / int64(2*n), nil
 }
 
 // nanotime is CLOCK_MONOTONIC through the vDSO, as the runtime reads it
@@ -662,7 +771,7 @@ type coldSamples struct {
 // run_delay): otherwise another process held the CPU.
 func coldWakeLateness(ctx context.Context, cpu, cycles int, worker string) (coldSamples, error) {
 	var out coldSamples
-	spun, stop, err := startColdSpinner(ctx, cpu, worker)
+	spun, stop, err := startSideSpinner(ctx, cpu, worker)
 	if err != nil {
 		return out, err
 	}
@@ -745,8 +854,9 @@ func coldWakeLateness(ctx context.Context, cpu, cycles int, worker string) (cold
 	return r.s, r.err
 }
 
-// coldSpinner is the cold wake-up measurement's running spinner.
-type coldSpinner struct {
+// sideSpinner is a running spinner beside a measurement's sleeper (the
+// busy timer path's and the cold wake-up's).
+type sideSpinner struct {
 	neighbour v1alpha1.ColdWakeNeighbour
 	pid       int
 	// cpu is the spinner's CPU time so far (all its threads), -1 if it
@@ -754,11 +864,10 @@ type coldSpinner struct {
 	cpu func() int64
 }
 
-// startColdSpinner starts the cold wake-up measurement's spinner on cpu:
-// a Hog worker of the schedlab binary worker at SCHED_IDLE, or with worker
-// "" a SCHED_IDLE thread of this process (see coldWakeLateness). stop ends
-// it.
-func startColdSpinner(ctx context.Context, cpu int, worker string) (coldSpinner, func(), error) {
+// startSideSpinner starts a spinner on cpu: a Hog worker of the schedlab
+// binary worker at SCHED_IDLE, or with worker "" a SCHED_IDLE thread of
+// this process (see coldWakeLateness and busyTimerLateness). stop ends it.
+func startSideSpinner(ctx context.Context, cpu int, worker string) (sideSpinner, func(), error) {
 	if worker == "" {
 		stop := make(chan struct{})
 		ready := make(chan spinReady, 1)
@@ -766,9 +875,9 @@ func startColdSpinner(ctx context.Context, cpu int, worker string) (coldSpinner,
 		sr := <-ready
 		if sr.err != nil {
 			close(stop)
-			return coldSpinner{}, nil, sr.err
+			return sideSpinner{}, nil, sr.err
 		}
-		return coldSpinner{
+		return sideSpinner{
 			neighbour: v1alpha1.ColdWakeNeighbourThread,
 			pid:       unix.Getpid(),
 			cpu:       func() int64 { return threadCPUOf(sr.tid) },
@@ -776,9 +885,9 @@ func startColdSpinner(ctx context.Context, cpu int, worker string) (coldSpinner,
 	}
 	set, err := workload.Start(ctx, workload.Spec{
 		WorkerBinary: worker,
-		RunID:        fmt.Sprintf("calib-cold-%d", unix.Getpid()),
+		RunID:        fmt.Sprintf("calib-spin-%d", unix.Getpid()),
 		Tasks: []workload.Task{{
-			Group:        "calib-cold-spinner",
+			Group:        "calib-spinner",
 			Policy:       "Idle",
 			CPUs:         []int32{int32(cpu)},
 			Pattern:      v1alpha1.Pattern{Type: v1alpha1.PatternHog},
@@ -787,10 +896,10 @@ func startColdSpinner(ctx context.Context, cpu int, worker string) (coldSpinner,
 		}},
 	})
 	if err != nil {
-		return coldSpinner{}, nil, fmt.Errorf("cold wake-up spinner: %w", err)
+		return sideSpinner{}, nil, fmt.Errorf("spinner process: %w", err)
 	}
 	pid := set.PIDs()[0]
-	return coldSpinner{
+	return sideSpinner{
 		neighbour: v1alpha1.ColdWakeNeighbourProcess,
 		pid:       pid,
 		cpu:       func() int64 { return processCPUOf(pid) },

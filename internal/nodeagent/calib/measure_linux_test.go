@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -51,6 +52,11 @@ func TestMeasureThisNode(t *testing.T) {
 	} else if r.Cold.Neighbour != v1alpha1.ColdWakeNeighbourProcess {
 		t.Errorf("cold wake-up beside a %q: want a worker Process, given the worker binary", r.Cold.Neighbour)
 	}
+	if r.Switch == nil || r.Switch.Thread == 0 || r.Switch.Process == 0 {
+		t.Errorf("process switch measurement %+v: want one, given the worker binary, with quiet sleeps beside both spinners", r.Switch)
+	} else if got := r.Constants().ProcessSwitchNs; (r.Switch.Rejected == "") != (got > 0) {
+		t.Errorf("process switch rejected %q but processSwitchNs %d: want it set exactly when accepted", r.Switch.Rejected, got)
+	}
 	if r.BackgroundLoad < 0 || r.BackgroundLoad > 0.5 {
 		t.Errorf("background load %.3f: want the small share a spinner loses", r.BackgroundLoad)
 	}
@@ -86,6 +92,9 @@ func TestIdleClassWorkIsNotAnIdleCPU(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("idle sleeps' CPU idle %.3f of the time beside a SCHED_IDLE spinner (noise %.3f CPUs); idle %d ns, busy %d ns", r.IdleCPUIdle, noise, r.IdleTimerLate, r.BusyTimerLate)
+	if r.Switch != nil {
+		t.Errorf("process switch measured without a worker binary: %+v", r.Switch)
+	}
 	if r.IdleCPUIdle > 0.2 {
 		t.Errorf("the idle sleeps' CPU ran a SCHED_IDLE spinner throughout but was recorded idle %.3f of the time", r.IdleCPUIdle)
 	}
@@ -226,5 +235,62 @@ func TestColdWakeThisNode(t *testing.T) {
 	}
 	if c.Low > c.PerDoubling || c.High < c.PerDoubling {
 		t.Errorf("interval %d..%d ns does not hold the figure %d", c.Low, c.High, c.PerDoubling)
+	}
+}
+
+// TestProcessSwitchThisNode: the process switch step's two layouts are
+// what they say: the thread blocks beside a spinner thread of this
+// process, the other beside a Hog worker process of its own that held the
+// CPU between the wake-ups; every sleep counted, and the figure lies where
+// a switch of address space can put it for a sleeper that touches little
+// of its memory before it reads the clock: no less than -4 µs (the
+// measurement's noise), no more than 30 µs (the development node showed
+// 2.6 µs at the median for such a sleeper in C, 16-18 µs for one that
+// returns through the Go runtime). Judged unless other processes took the
+// CPU.
+func TestProcessSwitchThisNode(t *testing.T) {
+	cpus, err := allowedCPUs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 600
+	b, err := busyTimerLateness(context.Background(), cpus[len(cpus)-1], n, exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := processSwitchFigure(slices.Clone(b.rawThread.quiet), slices.Clone(b.process.quiet))
+	t.Logf("spinner process %d ran %.3f of its block; %d and %d of %d raw sleeps quiet; %+v; ordinary sleeps beside the thread: %d, p50 %d ns",
+		b.processPID, b.processShare, len(b.rawThread.quiet), len(b.process.quiet), n/2, p, len(b.thread.all), median(slices.Clone(b.thread.all)))
+	if b.processPID <= 0 || b.processPID == os.Getpid() {
+		t.Errorf("spinner process %d (the test is %d): want a process of its own", b.processPID, os.Getpid())
+	}
+	if len(b.thread.all) != n || len(b.rawThread.all) != n/2 || len(b.process.all) != n/2 {
+		t.Errorf("%d ordinary sleeps beside the thread, %d raw ones and %d beside the process: want %d, %d and %d",
+			len(b.thread.all), len(b.rawThread.all), len(b.process.all), n, n/2, n/2)
+	}
+	if len(b.rawThread.quiet) < n/10 || len(b.process.quiet) < n/10 {
+		t.Logf("others held the CPU (%d and %d quiet sleeps of %d): the figure is not judged", len(b.rawThread.quiet), len(b.process.quiet), n/2)
+		if p.Rejected == "" && min(len(b.rawThread.quiet), len(b.process.quiet)) < switchMinQuiet {
+			t.Errorf("%d and %d quiet sleeps but the figure was kept", len(b.rawThread.quiet), len(b.process.quiet))
+		}
+		return
+	}
+	// The spinner held the CPU between the wake-ups (its process's CPU
+	// time is read: otherwise no sleep would count as quiet).
+	if b.processShare < 0.8 {
+		t.Errorf("the spinner process ran %.3f of its block's wall time, want most of it", b.processShare)
+	}
+	if p.ThreadLate <= 0 || p.ThreadLate > 1_000_000 || p.ProcessLate <= 0 || p.ProcessLate > 1_000_000 {
+		t.Errorf("median lateness %d ns (thread) and %d ns (process): want a wake-up path's, 0 to 1 ms", p.ThreadLate, p.ProcessLate)
+	}
+	if p.PerSwitch < -4_000 || p.PerSwitch > 30_000 {
+		t.Errorf("process switch %d ns: want -4 to 30 µs", p.PerSwitch)
+	}
+	if p.Low > p.PerSwitch || p.High < p.PerSwitch {
+		t.Errorf("interval %d..%d ns does not hold the figure %d", p.Low, p.High, p.PerSwitch)
 	}
 }

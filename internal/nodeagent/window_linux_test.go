@@ -1,0 +1,95 @@
+package nodeagent
+
+import (
+	"os"
+	"runtime/metrics"
+	"slices"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// ownCPU is this process's CPU time, all threads (the workers are its
+// children and not counted).
+func ownCPU(t *testing.T) time.Duration {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		t.Error(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// gcCycles is how many garbage collections this process has completed.
+func gcCycles() uint64 {
+	m := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
+	metrics.Read(m)
+	return m[0].Value.Uint64()
+}
+
+// TestWindowReadsProcsOutside: the agent's reading of every process's
+// counters (to name the noise sources) opens a few files of every thread
+// on the node, milliseconds of CPU at once on the workload's CPUs; inside
+// the window the probes waited behind it. It must come before the
+// workload's window opens and after it closes, its garbage be collected
+// before the window opens (not by a collection the runtime starts inside
+// it), and the agent's own CPU inside the window stay small.
+func TestWindowReadsProcsOutside(t *testing.T) {
+	needRoot(t)
+	if testing.Short() {
+		t.Skip("-short: measures a window on the real kernel")
+	}
+	var steps []string
+	var atBegin, inside time.Duration
+	var gcAtBegin, gcInside uint64
+	onWindowStep = func(s string) {
+		steps = append(steps, s)
+		switch s {
+		case "begin":
+			atBegin, gcAtBegin = ownCPU(t), gcCycles()
+		case "end":
+			inside, gcInside = ownCPU(t)-atBegin, gcCycles()-gcAtBegin
+		}
+	}
+	defer func() { onWindowStep = nil }()
+	st := oneHogWindow(t, "procs-outside", 500*time.Millisecond, 100*time.Millisecond, 1)
+	if want := []string{"procs", "begin", "end", "procs"}; !slices.Equal(steps, want) {
+		t.Errorf("window steps %q, want %q: every process's counters read inside the window", steps, want)
+	}
+	// Inside are the node's and the cgroup's counters and the one worker's
+	// (a few small reads each) and the sleep. The whole /proc reading took
+	// tens of milliseconds on the development machine (about a hundred
+	// processes, two hundred threads): 43 and 47 ms in this window before
+	// the reading moved out, 1.4-7.1 ms after it (under a load of about 12).
+	// The bound sits between, with room for a busier CI machine.
+	t.Logf("the agent's CPU inside a %v window: %v", 500*time.Millisecond, inside)
+	if gcInside > 0 {
+		t.Errorf("%d garbage collections inside the window, want none", gcInside)
+	}
+	if inside > 25*time.Millisecond {
+		t.Errorf("the agent used %v of CPU inside the window, want under 25ms", inside)
+	}
+	if len(st.Windows) != 1 || st.Windows[0].Groups == nil {
+		t.Fatalf("windows %+v: want one measured", st.Windows)
+	}
+	// The agent's own entry among the noise sources (this test's process:
+	// the agent runs in it) is what it did inside the window, not its
+	// readings of every process around it. Its threads' CPU (schedstat,
+	// in nanoseconds; the process's own figure counts clock ticks, 10 ms
+	// each) over their interval, about the window, times the window is at
+	// most what the agent used between begin and end.
+	for _, src := range st.Windows[0].NoiseSources {
+		if int(src.PID) != os.Getpid() {
+			continue
+		}
+		var threads float64
+		for _, th := range src.Threads {
+			threads += th.CPU
+		}
+		t.Logf("the agent's entry: %.3f CPUs, its threads %.4f", src.CPU, threads)
+		if used := time.Duration(threads * 0.5 * float64(time.Second)); used > inside+time.Millisecond {
+			t.Errorf("the agent's threads in its entry used %.4f CPUs (%v over the window), but it used %v inside: its readings around the window counted as noise", threads, used, inside)
+		}
+	}
+	checkNoWorkers(t, st)
+}
