@@ -154,6 +154,9 @@ func run(ctx context.Context, stdout, stderr io.Writer, f *runFlags, args []stri
 			if cw := cal.ColdWake; cw != nil {
 				fmt.Fprintln(stderr, coldWakeLine(cw))
 			}
+			if ps := cal.ProcessSwitch; ps != nil {
+				fmt.Fprintln(stderr, processSwitchLine(ps))
+			}
 			if q := k.TimerExpiryQuantilesNs; len(q) == 7 {
 				fmt.Fprintf(stderr, "calibration window: timer p5..p99 %.1f %.1f %.1f %.1f %.1f %.1f %.1f µs (each wake-up draws its path from these)\n",
 					us(q[0]), us(q[1]), us(q[2]), us(q[3]), us(q[4]), us(q[5]), us(q[6]))
@@ -163,11 +166,15 @@ func run(ctx context.Context, stdout, stderr io.Writer, f *runFlags, args []stri
 		if caps != nil {
 			cpus = caps.CPUs
 		}
+		printForeignCgroups(stderr, st.Windows)
 		cal := experiment.WithWindowNoise(st.Calibration, st.Windows, cpus)
 		popts.Foreign = experiment.ForeignTasks(cpus, spec.Duration.Duration, st.Windows)
 		popts.GridPhases = experiment.WindowGridPhases(st.Windows)
 		if n, cpu := experiment.ForeignSummary(popts.Foreign); n > 0 {
 			fmt.Fprintf(stderr, "predictions run %d threads of other processes beside the workload (%.3f CPUs, the windows' mean per variant)\n", n, cpu)
+		}
+		if c, n := experiment.ForeignCgroupSummary(popts.Foreign); c > 0 {
+			fmt.Fprintf(stderr, "predictions run the other threads of %d top-level cgroups as %d tasks in them, each cgroup at the root with its weight and cpu.idle\n", c, n)
 		}
 		if cal != nil {
 			fmt.Fprintf(stderr, "predictions count %.1f%% of the CPUs as taken by other processes (the windows' mean, beyond those threads)\n", 100*cal.BackgroundLoad)
@@ -303,6 +310,16 @@ func summarize(w io.Writer, st *v1alpha1.NodeRunStatus) {
 	default:
 		fmt.Fprintf(w, "%s: this machine is NOT fully restored (%d of %d changes): %s\n", st.Phase, bad, len(st.Knobs), st.Message)
 		printRecords(w, st.Knobs)
+	}
+}
+
+// printForeignCgroups shows, per window, the other top-level cgroups of the
+// cpu hierarchy the window recorded (a run measured here or replayed).
+func printForeignCgroups(w io.Writer, windows []v1alpha1.WindowResult) {
+	for _, win := range windows {
+		if len(win.ForeignCgroups) > 0 {
+			fmt.Fprintf(w, "variant %s, repetition %d: other top-level cgroups: %s\n", win.Variant, win.Repetition, nodeagent.FormatForeignCgroups(win.ForeignCgroups))
+		}
 	}
 }
 
@@ -528,6 +545,19 @@ func coldWakeLine(cw *v1alpha1.ColdWakeCalibration) string {
 			cw.Rejected, seen, us(simengine.DefaultConstants().ColdWakeNs))
 	}
 	return "calibration window: cold wake-up " + seen
+}
+
+// processSwitchLine tells what the calibration window measured of the
+// process switch (status.calibration.processSwitch) and whether the
+// prediction uses it.
+func processSwitchLine(ps *v1alpha1.ProcessSwitchCalibration) string {
+	seen := fmt.Sprintf("%.1f µs (95 %% %.1f to %.1f; the median 1 ms sleep on a busy CPU woke %.1f µs late beside a spinner process, %.1f beside a spinner thread, of %d and %d quiet sleeps)",
+		us(ps.PerSwitchNs), us(ps.LowNs), us(ps.HighNs), us(ps.ProcessP50Ns), us(ps.ThreadP50Ns), ps.ProcessSamples, ps.ThreadSamples)
+	if ps.Rejected != "" {
+		return fmt.Sprintf("calibration window: process switch not recorded, %s: %s; the predictions keep the default %.1f µs",
+			ps.Rejected, seen, us(simengine.DefaultConstants().ProcessSwitchNs))
+	}
+	return "calibration window: process switch " + seen
 }
 
 // spinnerKind names the cold wake-up measurement's neighbour; runs recorded

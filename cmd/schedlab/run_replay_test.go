@@ -132,3 +132,33 @@ func TestRunReplayHostPauses(t *testing.T) {
 		t.Errorf("the pauses the prediction uses are not shown:\n%s", r.stderr)
 	}
 }
+
+// A replayed run whose windows recorded other top-level cgroups shows them
+// per window and runs them beside the workload, saying so.
+func TestRunReplayForeignCgroups(t *testing.T) {
+	sample := filepath.Join("..", "..", "config", "samples", "weights-100-200-400.yaml")
+	var st v1alpha1.NodeRunStatus
+	if err := json.Unmarshal(mustRead(t, filepath.Join("testdata", "weights-noderun.json")), &st); err != nil {
+		t.Fatal(err)
+	}
+	for i := range st.Windows {
+		st.Windows[i].ForeignCgroups = []v1alpha1.ForeignCgroup{{Path: "/spin", Shares: 3, Idle: true, CPU: 0.004, CPUSource: "Threads",
+			Threads: 2, Runnable: 2, Wait: 1.996}}
+	}
+	b, err := json.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := runCLI(t, "run", "--replay", writeFile(t, "noderun.json", string(b)), "-f", sample, "-o", "json")
+	if r.code != 0 {
+		t.Fatalf("replay failed: %v", r)
+	}
+	for _, want := range []string{
+		"other top-level cgroups: /spin (cpu.idle) 0.0040 CPUs (its threads'), 2.00 threads runnable (2.00 waiting) of 2",
+		"predictions run the other threads of 1 top-level cgroups as 2 tasks in them",
+	} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+		}
+	}
+}

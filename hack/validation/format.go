@@ -215,8 +215,8 @@ func clock(t time.Time) string { return t.UTC().Format("15:04:05") }
 // WriteRuns prints one line per run: its times, the load at its start,
 // the other processes' CPUs in its calibration window and in its measured
 // windows, the noise sources that took the most, the calibration window's
-// timer path (and cold wake-up figure, when it measured one), and the
-// windows the agent flagged or re-ran.
+// timer path (and its cold wake-up and process switch figures, when it
+// measured them), and the windows the agent flagged or re-ran.
 func WriteRuns(w io.Writer, runs []*Run, rows []*Row, names Names) {
 	fmt.Fprintln(w, "| scenario | run (UTC) | load at start | others' CPUs, calibration window | others' CPUs, measured windows (mean, max) | the most CPU among them (mean over the windows) | window timer p5 / p50 / p99 µs | windows: re-run attempts, noisy, perturbed |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
@@ -255,7 +255,7 @@ func WriteRuns(w io.Writer, runs []*Run, rows []*Row, names Names) {
 			if q := c.Constants.TimerExpiryQuantilesNs; len(q) == 7 {
 				timer = fmt.Sprintf("%.1f / %.1f / %.1f", float64(q[0])/1e3, float64(q[2])/1e3, float64(q[6])/1e3)
 			}
-			timer += coldWakeCell(c.ColdWake)
+			timer += coldWakeCell(c.ColdWake) + processSwitchCell(c.ProcessSwitch)
 		}
 		ws := measuredWindows(st)
 		var noise []float64
@@ -279,6 +279,18 @@ func coldWakeCell(cw *v1alpha1.ColdWakeCalibration) string {
 		return fmt.Sprintf("; cold wake-up not recorded (%.1f µs per doubling seen)", float64(cw.PerDoublingNs)/1e3)
 	}
 	return fmt.Sprintf("; cold wake-up %.1f µs per doubling", float64(cw.PerDoublingNs)/1e3)
+}
+
+// processSwitchCell is the calibration window's process switch figure,
+// for the runs table's timer cell ("" when the window did not measure it).
+func processSwitchCell(ps *v1alpha1.ProcessSwitchCalibration) string {
+	switch {
+	case ps == nil:
+		return ""
+	case ps.Rejected != "":
+		return fmt.Sprintf("; process switch not recorded (%.1f µs seen)", float64(ps.PerSwitchNs)/1e3)
+	}
+	return fmt.Sprintf("; process switch %.1f µs", float64(ps.PerSwitchNs)/1e3)
 }
 
 // attemptCounts are the windows' attempts beyond the first, and how many

@@ -23,3 +23,20 @@ func TestColdWakeCell(t *testing.T) {
 		}
 	}
 }
+
+// The timer cell carries the process switch figure too when the window
+// measured one.
+func TestProcessSwitchCell(t *testing.T) {
+	for _, c := range []struct {
+		ps   *v1alpha1.ProcessSwitchCalibration
+		want string
+	}{
+		{nil, ""},
+		{&v1alpha1.ProcessSwitchCalibration{PerSwitchNs: 3_800}, "; process switch 3.8 µs"},
+		{&v1alpha1.ProcessSwitchCalibration{PerSwitchNs: 900, Rejected: "wide"}, "; process switch not recorded (0.9 µs seen)"},
+	} {
+		if got := processSwitchCell(c.ps); got != c.want {
+			t.Errorf("processSwitchCell(%+v) = %q, want %q", c.ps, got, c.want)
+		}
+	}
+}

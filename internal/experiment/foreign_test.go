@@ -1,11 +1,13 @@
 package experiment
 
 import (
+	"math"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/schedlab/schedlab/api/v1alpha1"
@@ -47,14 +49,16 @@ func TestForeignTasks(t *testing.T) {
 	want := []simengine.Group{
 		// Two windows of 10 s: 0.01 CPU in both, 20 wake-ups in each:
 		// 5 ms every 500 ms.
-		{Name: "foreign:0/kdamond.0/78/78", Tasks: 1, Root: true, Policy: "Other", Pattern: fg(5_000_000, 495_000_000)},
+		{Name: "foreign:0/kdamond.0/78/78", Tasks: 1, Root: true, KernelThread: true, Policy: "Other", Pattern: fg(5_000_000, 495_000_000)},
 		// In one window of two: 40 ms in 40 wake-ups over 20 s.
-		{Name: "foreign:0/bash/500/500", Tasks: 1, Nice: 5, Policy: "Other", CPUs: []int32{1}, Session: "foreign:0/autogroup-42", Pattern: fg(1_000_000, 499_000_000)},
+		{Name: "foreign:0/bash/500/500", Tasks: 1, Nice: 5, Policy: "Other", CPUs: []int32{1}, Session: "foreign:0/autogroup-42",
+			AddressSpace: "foreign:0/pid-500", Pattern: fg(1_000_000, 499_000_000)},
 		// Never blocked in the window it was seen in: one burst of its
 		// 200 ms, runnable all that window (9.8 s of it waiting), asleep
 		// in the other.
-		{Name: "foreign:0/cgroup/devbg", Replicas: 1, CPUWeight: 1, CPUIdle: true, Pattern: fg(1000, 1000)},
-		{Name: "foreign:0/link/600/600", Tasks: 1, Policy: "Batch", Parent: "foreign:0/cgroup/devbg", Pattern: fg(200_000_000, 10_000_000_000)},
+		{Name: "foreign:0/cgroup/devbg", Replicas: 1, CPUShares: 3, CPUIdle: true, Pattern: fg(1000, 1000)},
+		{Name: "foreign:0/link/600/600", Tasks: 1, Policy: "Batch", Parent: "foreign:0/cgroup/devbg", AddressSpace: "foreign:0/pid-600",
+			Pattern: fg(200_000_000, 10_000_000_000)},
 	}
 	if got := f["on"]; !reflect.DeepEqual(got, want) {
 		t.Errorf("got\n%+v\nwant\n%+v", got, want)
@@ -87,13 +91,13 @@ func TestForeignTasksWait(t *testing.T) {
 	got := ForeignTasks(2, 10*time.Second, ws)["on"]
 	want := []simengine.Group{
 		// No wait measured: 5 ms every 500 ms, as before.
-		{Name: "foreign:0/kdamond.0/78/78", Tasks: 1, Root: true, Policy: "Other",
+		{Name: "foreign:0/kdamond.0/78/78", Tasks: 1, Root: true, KernelThread: true, Policy: "Other",
 			Pattern: simengine.Pattern{Type: simengine.Foreign, MeanRunNs: 5_000_000, MeanSleepNs: 495_000_000}},
-		{Name: "foreign:0/cgroup/devbg", Replicas: 1, CPUWeight: 1, CPUIdle: true,
+		{Name: "foreign:0/cgroup/devbg", Replicas: 1, CPUShares: 3, CPUIdle: true,
 			Pattern: simengine.Pattern{Type: simengine.Foreign, MeanRunNs: 1000, MeanSleepNs: 1000}},
 		// 15 ms bursts, 5 s of window each, 4.95 s of it waiting.
 		{Name: "foreign:0/compile/9809/9812", Tasks: 1, Nice: 19, Policy: "Idle", Parent: "foreign:0/cgroup/devbg",
-			Pattern: simengine.Pattern{Type: simengine.Foreign, MeanRunNs: 15_000_000, MeanSleepNs: 35_000_000}},
+			AddressSpace: "foreign:0/pid-9809", Pattern: simengine.Pattern{Type: simengine.Foreign, MeanRunNs: 15_000_000, MeanSleepNs: 35_000_000}},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got\n%+v\nwant\n%+v", got, want)
@@ -124,6 +128,78 @@ func TestForeignTasksWait(t *testing.T) {
 	}
 	if !found {
 		t.Error("the normal thread is not among the foreign tasks")
+	}
+}
+
+// A window's foreign cgroups run at the root with their weight and idle
+// flag, and what they did beyond their listed threads runs in them as
+// tasks: two idle spinners starved beside hogs (0.004 CPU, runnable 2.0
+// threads, never blocking) are two tasks that are always runnable, not
+// nothing, as they were when their threads fell below the noise floors.
+func TestForeignTasksCgroups(t *testing.T) {
+	g := []v1alpha1.GroupMeasurement{{Name: "hogs"}}
+	fg := func(run, sleep int64) simengine.Pattern {
+		return simengine.Pattern{Type: simengine.Foreign, MeanRunNs: run, MeanSleepNs: sleep}
+	}
+	ws := []v1alpha1.WindowResult{
+		{Variant: "on", Groups: g, NoiseCPU: 0.01, ForeignCgroups: []v1alpha1.ForeignCgroup{
+			{Path: "/spin", Shares: 3, Idle: true, CPU: 0.004, CPUSource: "Threads", Threads: 2, Runnable: 2.0, Wait: 1.996},
+			// A service cgroup: 0.003 CPU in 100 wake-ups a second over 3 threads.
+			{Path: "/system.slice", Shares: 1024, CPU: 0.003, CPUSource: "Cgroup", Threads: 3, Runnable: 0.0035, Wait: 0.0005, Wakeups: 1000},
+		}},
+		{Variant: "on", Groups: g, NoiseCPU: 0.01, ForeignCgroups: []v1alpha1.ForeignCgroup{
+			{Path: "/spin", Shares: 3, Idle: true, CPU: 0.004, CPUSource: "Threads", Threads: 2, Runnable: 2.0, Wait: 1.996},
+		}},
+	}
+	got := ForeignTasks(2, 10*time.Second, ws)["on"]
+	want := []simengine.Group{
+		{Name: "foreign:0/cgroup/spin", Replicas: 1, CPUShares: 3, CPUIdle: true, Pattern: fg(1000, 1000)},
+		// Two tasks runnable all of the 20 s, one burst of 20 ms per window
+		// each (0.004 CPU × 10 s × 2 windows / 2 tasks / 2 bursts), one on
+		// each CPU.
+		{Name: "foreign:0/cgroup/spin/rest", Tasks: 2, Parent: "foreign:0/cgroup/spin", TaskCPUs: [][]int32{{0}, {1}}, Pattern: fg(20_000_000, 1000)},
+		{Name: "foreign:0/cgroup/system.slice", Replicas: 1, CPUShares: 1024, Pattern: fg(1000, 1000)},
+		// In one window of two: runnable 0.00175 threads on average, one
+		// task, 30 ms in 1000 wake-ups over 20 s: 30 µs bursts, 19.965 ms
+		// sleeps, placed as the kernel places its wake-ups.
+		{Name: "foreign:0/cgroup/system.slice/rest", Tasks: 1, Parent: "foreign:0/cgroup/system.slice", Pattern: fg(30_000, 19_965_000)},
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("(-want +got):\n%s", d)
+	}
+	if c, n := ForeignCgroupSummary(map[string][]simengine.Group{"on": got}); c != 2 || n != 3 {
+		t.Errorf("summary %d cgroups %d tasks, want 2 and 3", c, n)
+	}
+	// Their CPU leaves the background load: (0.01-0.007 + 0.01-0.004) / 2 / 2.
+	cal := WithWindowNoise(nil, ws, 2)
+	if want := (0.003 + 0.006) / 2 / 2; math.Abs(cal.BackgroundLoad-want) > 1e-9 {
+		t.Errorf("background load %v, want %v", cal.BackgroundLoad, want)
+	}
+
+	// A listed thread of the cgroup runs on its own and is taken out of
+	// its rest: one spinner listed, one left; PSI's some (0.9 of the
+	// window) stands for waits its threads' run_delay missed.
+	some := 0.9
+	one := []v1alpha1.WindowResult{{Variant: "on", Groups: g,
+		NoiseSources: []v1alpha1.NoiseSource{{Name: "spin", PID: 42, CPU: 0.002, Cgroup: "/spin/a", CgroupShares: 3, CgroupIdle: true,
+			Threads: []v1alpha1.NoiseThread{{TID: 42, CPU: 0.002, Runs: 5, Wait: 0.998, Policy: "Other", CPUs: "0-1"}}}},
+		ForeignCgroups: []v1alpha1.ForeignCgroup{
+			{Path: "/spin", Shares: 3, Idle: true, CPU: 0.004, CPUSource: "Threads", Threads: 2, Runnable: 2.0, Wait: 1.996},
+			{Path: "/gone", Shares: 1024, CPU: 0.05, CPUSource: "Cgroup", Runnable: 0, PressureSome: &some},
+		}}}
+	got = ForeignTasks(2, 10*time.Second, one)["on"]
+	want = []simengine.Group{
+		{Name: "foreign:0/cgroup/spin", Replicas: 1, CPUShares: 3, CPUIdle: true, Pattern: fg(1000, 1000)},
+		{Name: "foreign:0/spin/42/42", Tasks: 1, Policy: "Other", Parent: "foreign:0/cgroup/spin", AddressSpace: "foreign:0/pid-42", Pattern: fg(20_000_000, 1000)},
+		// Its threads ended within the window: 0.95 runnable (0.05 on a
+		// CPU, 0.9 waiting), one task with a burst of 500 ms and a sleep
+		// of 500 ms.
+		{Name: "foreign:0/cgroup/gone", Replicas: 1, CPUShares: 1024, Pattern: fg(1000, 1000)},
+		{Name: "foreign:0/cgroup/gone/rest", Tasks: 1, Parent: "foreign:0/cgroup/gone", TaskCPUs: [][]int32{{0}}, Pattern: fg(500_000_000, 500_000_000)},
+		{Name: "foreign:0/cgroup/spin/rest", Tasks: 1, Parent: "foreign:0/cgroup/spin", TaskCPUs: [][]int32{{0}}, Pattern: fg(20_000_000, 1000)},
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("one listed (-want +got):\n%s", d)
 	}
 }
 
@@ -211,5 +287,50 @@ func TestForeignTasksBesideTheRunsCgroup(t *testing.T) {
 		if p.Group == agentParent || strings.HasPrefix(p.Group, "foreign:") {
 			t.Errorf("prediction for %q", p.Group)
 		}
+	}
+}
+
+// The autogroup-on probe beside a session of hogs, with a cpu.idle cgroup
+// of one spinner per CPU as the window recorded it (starved: 0.004 CPU,
+// 2 threads runnable): the idle group entity stays queued at the root,
+// avg_vruntime() counts it, and the hogs' session more often keeps the CPU
+// past the probe's wake-up to the tick. On the node (2 CPUs, 6.18.44,
+// docs/latency-tail.md) the probe's wake-ups beyond 1 ms went from 0.0008
+// to 0.0017 beside such a cgroup; before the agent recorded the cgroup the
+// prediction did not move at all, nor with the cgroup's tasks all on CPU 0
+// (where the simulation's fork put them), away from the probe's queue.
+func TestIdleCgroupMovesTheAutogroupTail(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: simulates 2 × 4 seeds of 10 s")
+	}
+	reps := int32(4)
+	spec := &v1alpha1.SchedExperimentSpec{Duration: metav1.Duration{Duration: 10 * time.Second},
+		Variants:   []v1alpha1.Variant{{Name: "on", Knobs: v1alpha1.Knobs{Autogroup: v1alpha1.AutogroupEnabled}}},
+		Simulation: &v1alpha1.Simulation{Replicas: &reps},
+		Workload: v1alpha1.Workload{Groups: []v1alpha1.Group{
+			{Name: "hogs", Session: "batch", Tasks: ptr(int32(6)), Pattern: &v1alpha1.Pattern{Type: v1alpha1.PatternHog}},
+			{Name: "probe", Session: "terminal", Tasks: ptr(int32(1)), Pattern: &v1alpha1.Pattern{Type: v1alpha1.PatternLatencyProbe, Interval: &metav1.Duration{Duration: time.Millisecond}}},
+		}}}
+	shape := ShapeForKernel(2, "6.18")
+	late := func(ws []v1alpha1.WindowResult) float64 {
+		preds, err := Predict(spec, []v1alpha1.NodeShape{shape}, PredictOptions{Foreign: ForeignTasks(2, spec.Duration.Duration, ws)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range preds {
+			if p.Group == "probe" && p.Metrics.LateFraction != nil {
+				return p.Metrics.LateFraction.Over1ms
+			}
+		}
+		t.Fatal("no late fraction predicted for the probe")
+		return 0
+	}
+	g := []v1alpha1.GroupMeasurement{{Name: "hogs"}, {Name: "probe"}}
+	alone := late([]v1alpha1.WindowResult{{Variant: "on", Groups: g}})
+	beside := late([]v1alpha1.WindowResult{{Variant: "on", Groups: g, ForeignCgroups: []v1alpha1.ForeignCgroup{
+		{Path: "/spin", Shares: 3, Idle: true, CPU: 0.004, CPUSource: "Threads", Threads: 2, Runnable: 2.0, Wait: 1.996}}}})
+	t.Logf("probe beyond 1 ms: %.5f alone, %.5f beside the idle cgroup", alone, beside)
+	if beside < 1.5*alone || beside <= 0 {
+		t.Errorf("beside a starved idle cgroup the probe is late beyond 1 ms %.5f of the time, alone %.5f: want at least 1.5 times as often", beside, alone)
 	}
 }

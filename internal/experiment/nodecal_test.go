@@ -148,6 +148,28 @@ func TestWithNodeCalibrationColdWake(t *testing.T) {
 	}
 }
 
+// A node's measured process switch reaches the simulator's constants: the
+// median over the nodes that measured it; a figure the shape sets stays.
+func TestWithNodeCalibrationProcessSwitch(t *testing.T) {
+	cal := func(ps int64) *v1alpha1.NodeCalibration {
+		return &v1alpha1.NodeCalibration{Constants: v1alpha1.NodeConstants{CtxSwitchNs: 6_000, ProcessSwitchNs: ps}}
+	}
+	med := MedianCalibration([]*v1alpha1.NodeCalibration{cal(3_000), cal(0), cal(5_000), cal(4_500)})
+	if got := SimConstants(&med.Constants).ProcessSwitchNs; got != 4_500 {
+		t.Errorf("median process switch %d ns over 3, 4.5 and 5 µs (and a node without), want 4500", got)
+	}
+	shape := v1alpha1.NodeShape{CPUs: 2, Constants: &v1alpha1.NodeConstants{ProcessSwitchNs: 1_000}}
+	s, _ := WithNodeCalibration(shape, med, PredictOptions{})
+	if got := SimConstants(s.Constants).ProcessSwitchNs; got != 1_000 {
+		t.Errorf("the shape's 1 µs over the measured 4.5: process switch %d ns, want 1000", got)
+	}
+	shape.Constants = nil
+	s, _ = WithNodeCalibration(shape, med, PredictOptions{})
+	if got := SimConstants(s.Constants).ProcessSwitchNs; got != 4_500 {
+		t.Errorf("no shape figure: process switch %d ns, want the measured 4500", got)
+	}
+}
+
 // A constant the shape sets wins over the node's measured one, and takes
 // its quantiles with it (the simulator draws from quantiles when there
 // are any, so the user's figure beside measured quantiles would be lost);

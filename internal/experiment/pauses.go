@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/schedlab/schedlab/api/v1alpha1"
+	"github.com/schedlab/schedlab/internal/simengine"
 )
 
 // HostPauses is a run's host pauses pooled over its measured windows (each
@@ -67,7 +68,7 @@ func PoolHostPauses(windows []v1alpha1.WindowResult) *HostPauses {
 	if out.ObservedNs > 0 {
 		out.PerHour = float64(out.Count) * 3.6e12 / float64(out.ObservedNs)
 	}
-	out.QuantilesNs = orderStats(lengths)
+	out.QuantilesNs = simengine.OrderQuantiles(lengths)
 	return out
 }
 

@@ -592,6 +592,7 @@ func SimConstants(c *v1alpha1.NodeConstants) simengine.Constants {
 	}
 	return simengine.Constants{TimerExpiryNs: c.TimerExpiryNs, WakeupNs: c.WakeupNs, IdleExitNs: c.IdleExitNs,
 		CtxSwitchNs: c.CtxSwitchNs, WakeupCPUNs: c.WakeupCPUNs, TimerArmCPUNs: c.TimerArmCPUNs, ColdWakeNs: c.ColdWakeNs,
+		ProcessSwitchNs:        c.ProcessSwitchNs,
 		TimerExpiryQuantilesNs: c.TimerExpiryQuantilesNs, WakeupQuantilesNs: c.WakeupQuantilesNs,
 		IdleExitQuantilesNs: c.IdleExitQuantilesNs, CtxSwitchQuantilesNs: c.CtxSwitchQuantilesNs,
 		HostPausesPerHour: c.HostPausesPerHour, HostPauseQuantilesNs: c.HostPauseQuantilesNs,
@@ -673,6 +674,7 @@ func userConstants(measured, user v1alpha1.NodeConstants) v1alpha1.NodeConstants
 		v   int64
 	}{
 		{&c.WakeupCPUNs, user.WakeupCPUNs}, {&c.TimerArmCPUNs, user.TimerArmCPUNs}, {&c.ColdWakeNs, user.ColdWakeNs},
+		{&c.ProcessSwitchNs, user.ProcessSwitchNs},
 	} {
 		if f.v != 0 {
 			*f.dst = f.v
@@ -759,13 +761,14 @@ func MedianCalibration(cals []*v1alpha1.NodeCalibration) *v1alpha1.NodeCalibrati
 	}
 	out := &v1alpha1.NodeCalibration{
 		Constants: v1alpha1.NodeConstants{
-			TimerExpiryNs: medNs(func(k *v1alpha1.NodeConstants) int64 { return k.TimerExpiryNs }),
-			WakeupNs:      medNs(func(k *v1alpha1.NodeConstants) int64 { return k.WakeupNs }),
-			IdleExitNs:    medNs(func(k *v1alpha1.NodeConstants) int64 { return k.IdleExitNs }),
-			CtxSwitchNs:   medNs(func(k *v1alpha1.NodeConstants) int64 { return k.CtxSwitchNs }),
-			WakeupCPUNs:   medNs(func(k *v1alpha1.NodeConstants) int64 { return k.WakeupCPUNs }),
-			TimerArmCPUNs: medNs(func(k *v1alpha1.NodeConstants) int64 { return k.TimerArmCPUNs }),
-			ColdWakeNs:    medNs(func(k *v1alpha1.NodeConstants) int64 { return k.ColdWakeNs }),
+			TimerExpiryNs:   medNs(func(k *v1alpha1.NodeConstants) int64 { return k.TimerExpiryNs }),
+			WakeupNs:        medNs(func(k *v1alpha1.NodeConstants) int64 { return k.WakeupNs }),
+			IdleExitNs:      medNs(func(k *v1alpha1.NodeConstants) int64 { return k.IdleExitNs }),
+			CtxSwitchNs:     medNs(func(k *v1alpha1.NodeConstants) int64 { return k.CtxSwitchNs }),
+			WakeupCPUNs:     medNs(func(k *v1alpha1.NodeConstants) int64 { return k.WakeupCPUNs }),
+			TimerArmCPUNs:   medNs(func(k *v1alpha1.NodeConstants) int64 { return k.TimerArmCPUNs }),
+			ColdWakeNs:      medNs(func(k *v1alpha1.NodeConstants) int64 { return k.ColdWakeNs }),
+			ProcessSwitchNs: medNs(func(k *v1alpha1.NodeConstants) int64 { return k.ProcessSwitchNs }),
 			// Pauses a node's calibration sets (a user's, e.g. a replay's
 			// -host-pauses), over the nodes that set them; the pauses the
 			// windows measured are pooled instead (ShapeCalibration).

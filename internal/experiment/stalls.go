@@ -164,28 +164,12 @@ func interpolate(q []int64, u float64) int64 {
 }
 
 // orderQuantiles are lengths at simengine.QuantileLevels by the order
-// statistics the agent uses (orderStats), within the simulator's bounds;
+// statistics the agent uses (simengine.OrderQuantiles), within the simulator's bounds;
 // nil without lengths.
 func orderQuantiles(lengths []int64) []int64 {
-	out := orderStats(lengths)
+	out := simengine.OrderQuantiles(lengths)
 	for i, v := range out {
 		out[i] = min(max(v, 1), 1_000_000_000) // the simulator's bounds
-	}
-	return out
-}
-
-// orderStats are lengths at simengine.QuantileLevels by the order
-// statistics the agent uses (the value at rank level × n); nil without
-// lengths. lengths is not changed.
-func orderStats(lengths []int64) []int64 {
-	if len(lengths) == 0 {
-		return nil
-	}
-	s := slices.Clone(lengths)
-	slices.Sort(s)
-	out := make([]int64, len(simengine.QuantileLevels))
-	for i, l := range simengine.QuantileLevels {
-		out[i] = s[min(int(l*float64(len(s))), len(s)-1)]
 	}
 	return out
 }
