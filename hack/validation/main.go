@@ -49,6 +49,9 @@ type options struct {
 	medians  bool
 	summary  bool
 	switches bool
+	// cyclictest also prints the reference runs stored beside the runs
+	// (directories holding cyclictest.txt; see RefRun).
+	cyclictest bool
 	// pauses, when set, is written into every run's calibration window
 	// before the replay, where it takes the place of the pauses the run's
 	// Hog windows measured (schedlab run --replay uses those otherwise).
@@ -69,6 +72,7 @@ func main() {
 	flag.BoolVar(&o.runs, "runs", false, "also print the runs table (times, load, others' CPUs, noise sources, timer path, re-run windows)")
 	flag.BoolVar(&o.medians, "medians", false, "also print the latency rows' medians and ranges of p50 and p99")
 	flag.BoolVar(&o.switches, "switches", false, "also print the context-switch rows: voluntary and involuntary switches per second, measured against predicted (within ×1.5 or 5 per second)")
+	flag.BoolVar(&o.cyclictest, "cyclictest", false, "also print the cyclictest runs stored under the tree (directories holding cyclictest.txt, named by their variant), one by one and pooled per variant")
 	flag.BoolVar(&o.summary, "summary", false, "also print a summary of the runs (count, times, load, noise)")
 	flag.StringVar(&pauses, "host-pauses", "", "replay with these host pauses: PER_HOUR:P5,P25,P50,P75,P90,P95,P99 (pause lengths in ns at those levels), written into each run's calibration constants, where they take the place of the pauses the run measured (runs before the agent measured them have none: windows with a Hog record them); use its own -cache")
 	flag.IntVar(&o.replicas, "replicas", 0, "replay with this many seeds per prediction (1-32) instead of the experiment's simulation.replicas (default 5): a row whose tail rests on a few simulated events needs more; use its own -cache")
@@ -157,6 +161,17 @@ func run(ctx context.Context, w io.Writer, o *options) error {
 	if o.runs {
 		fmt.Fprintln(w)
 		WriteRuns(w, runs, rows, o.names)
+	}
+	if o.cyclictest {
+		refs, err := findRefRuns(o.root)
+		if err != nil {
+			return err
+		}
+		if len(refs) == 0 {
+			return fmt.Errorf("-cyclictest: no cyclictest.txt under %s", o.root)
+		}
+		fmt.Fprintln(w)
+		WriteCyclictest(w, refs)
 	}
 	if o.summary {
 		fmt.Fprintln(w)

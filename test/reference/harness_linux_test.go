@@ -1,7 +1,6 @@
 package reference
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"flag"
@@ -24,6 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/schedlab/schedlab/api/v1alpha1"
+	"github.com/schedlab/schedlab/internal/cyclictest"
 	"github.com/schedlab/schedlab/internal/nodeagent/host"
 	"github.com/schedlab/schedlab/internal/nodeagent/workload"
 )
@@ -475,69 +475,15 @@ type latency struct{ p50, p99, max, count, late float64 }
 // phases.
 const lateUs = 250
 
-// cyclictestHistogram runs nothing: it parses cyclictest -h output (one
-// line per µs bucket, "# Histogram Overflows" last) into percentiles.
+// cyclictestHistogram runs nothing: it reads cyclictest -h output into
+// percentiles and the fraction lateUs or more late.
 func cyclictestHistogram(out string) (latency, error) {
-	var buckets []float64
-	var overflow float64
-	sc := bufio.NewScanner(strings.NewReader(out))
-	for sc.Scan() {
-		line := sc.Text()
-		if v, ok := strings.CutPrefix(line, "# Histogram Overflows:"); ok {
-			f := strings.Fields(v)
-			if len(f) > 0 {
-				overflow, _ = strconv.ParseFloat(f[0], 64)
-			}
-			continue
-		}
-		if strings.HasPrefix(line, "#") {
-			continue
-		}
-		f := strings.Fields(line)
-		if len(f) != 2 {
-			continue
-		}
-		us, err1 := strconv.Atoi(f[0])
-		c, err2 := strconv.ParseFloat(f[1], 64)
-		if err1 != nil || err2 != nil {
-			continue
-		}
-		for len(buckets) <= us {
-			buckets = append(buckets, 0)
-		}
-		buckets[us] += c
+	h, err := cyclictest.Parse(strings.NewReader(out))
+	if err != nil {
+		return latency{}, err
 	}
-	var total float64
-	for _, c := range buckets {
-		total += c
-	}
-	total += overflow
-	if total == 0 {
-		return latency{}, errors.New("cyclictest printed no histogram")
-	}
-	q := func(p float64) float64 {
-		var cum float64
-		for us, c := range buckets {
-			cum += c
-			if cum >= p*total {
-				return float64(us)
-			}
-		}
-		return math.Inf(1) // in the overflow
-	}
-	l := latency{p50: q(0.5), p99: q(0.99), count: total}
-	late := overflow
-	for us := lateUs; us < len(buckets); us++ {
-		late += buckets[us]
-	}
-	l.late = late / total
-	for us := len(buckets) - 1; us >= 0; us-- {
-		if buckets[us] > 0 {
-			l.max = float64(us)
-			break
-		}
-	}
-	return l, nil
+	total := float64(h.Total())
+	return latency{p50: h.Quantile(0.5), p99: h.Quantile(0.99), max: float64(max(h.Max(), 0)), count: total, late: float64(h.Beyond(lateUs)) / total}, nil
 }
 
 // sessionsCPU is the CPU time so far (utime + stime, all threads) of every
