@@ -74,6 +74,14 @@ reference: ## Compare the workload workers with reference tools here (root; rt-t
 	echo '| pattern | case | runner | round | what | value | noise (CPUs) / note |'; echo '|---|---|---|---|---|---|---|'; \
 	grep '^REF |' $$out | sed 's/^REF //'; rm -f $$out; exit $$rc
 
+# The measured campaign behind internal/simengine/VALIDATION.md's current table.
+VALIDATION_RUNS ?= internal/simengine/testdata/validation/runs
+VALIDATION_ORDER := probe-hogs,weights-100-200-400,mixed,nice,nested-pods,custom-slice,wakeup-heavy-vs-hogs,desktop-interactivity,make-vs-probe,cgroup-weights
+
+.PHONY: validation
+validation: build ## Replay the stored validation campaign with bin/schedlab (32 seeds a run; CPU-heavy, minutes) and print VALIDATION.md's tables.
+	$(GO) run ./hack/validation -schedlab $(BIN)/schedlab -replicas 32 -order $(VALIDATION_ORDER) -medians -switches -runs -summary -cyclictest $(VALIDATION_RUNS)
+
 .PHONY: bench
 bench: ## Benchmarks.
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/...
