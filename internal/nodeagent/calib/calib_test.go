@@ -129,6 +129,14 @@ func TestColdWakeFigure(t *testing.T) {
 		{"few quiet long sleeps", short, long[:9], 20, 0, "9 of 20 long sleeps quiet"},
 		{"others on the CPU", short, long, 20, 0.2, "other processes took 0.20"},
 		{"spread", short, append(slices.Clone(long[:10]), 60_000, 61_000, 62_000, 63_000, 64_000, 65_000, 66_000, 67_000, 68_000, 69_000), 20, 0, "wider than 6 µs"},
+		// Long sleeps 10 µs earlier than short ones, surely: not a cold
+		// cost, the blocks saw different timer paths.
+		{"surely earlier", short, func() (e []int64) {
+			for _, v := range short[:20] {
+				e = append(e, v-10_000)
+			}
+			return e
+		}(), 20, 0, "the long sleeps woke earlier than the short ones"},
 	} {
 		c := coldWakeFigure(slices.Clone(tc.short), slices.Clone(tc.long), 2_000_000, 40_000_000, tc.made, tc.other)
 		r.Cold = c
@@ -176,11 +184,16 @@ func TestProcessSwitchFigure(t *testing.T) {
 		ps.ThreadP50Ns != 20_500 || ps.ProcessP50Ns != 24_500 || ps.Rejected != "" {
 		t.Errorf("status processSwitch %+v, want the figure recorded", ps)
 	}
-	// A process neighbour no costlier than a thread: recorded as 1 ns (0
+	// A process neighbour no costlier than a thread: the medians 0.05 µs
+	// apart the wrong way, the interval across 0: recorded as 1 ns (0
 	// would read as the default).
-	r.Switch = processSwitchFigure(slices.Clone(process), slices.Clone(thread))
-	if r.Switch.PerSwitch != -4_000 || r.Constants().ProcessSwitchNs != 1 {
-		t.Errorf("process no costlier: %d ns, processSwitchNs %d; want -4000 and 1", r.Switch.PerSwitch, r.Constants().ProcessSwitchNs)
+	var early []int64
+	for _, v := range thread {
+		early = append(early, v-50)
+	}
+	r.Switch = processSwitchFigure(slices.Clone(thread), early)
+	if r.Switch.PerSwitch != -50 || r.Switch.Rejected != "" || r.Constants().ProcessSwitchNs != 1 {
+		t.Errorf("process no costlier: %+v, processSwitchNs %d; want -50 ns accepted as 1", r.Switch, r.Constants().ProcessSwitchNs)
 	}
 	spread := slices.Clone(process[:50])
 	for i := range 50 {
@@ -193,6 +206,9 @@ func TestProcessSwitchFigure(t *testing.T) {
 	}{
 		{"few quiet sleeps", thread, process[:49], "100 quiet sleeps beside the thread and 49 beside the process, fewer than 50"},
 		{"spread", thread, spread, "wider than 4 µs"},
+		// Beside the process 4 µs earlier, surely (the interval -5..-3 µs):
+		// not a switch's cost, something else moved between the blocks.
+		{"surely earlier", process, thread, "woke earlier than beside the thread (95 % interval -5.0 to -3.0 µs)"},
 	} {
 		p := processSwitchFigure(slices.Clone(tc.thread), slices.Clone(tc.process))
 		r.Switch = p
