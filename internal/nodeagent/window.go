@@ -233,8 +233,9 @@ func (r *runner) window(ctx context.Context, settings []host.Setting, rep int) (
 }
 
 // onWindowStep, when set (by tests), is told each step of a window as it
-// happens: "procs" for a reading of every process's counters, "begin" and
-// "end" when the workload's window opens and closes.
+// happens: "procs start" and "procs" before and after a reading of every
+// process's counters, "begin" and "end" when the workload's window opens
+// and closes.
 var onWindowStep func(step string)
 
 func windowStep(step string) {
@@ -255,6 +256,7 @@ type procsSample struct {
 // readProcs reads every process's counters under the host's /proc (see
 // readProcCPU).
 func (r *runner) readProcs() (procsSample, error) {
+	windowStep("procs start")
 	s := procsSample{at: time.Now()}
 	pfs, err := procfs.NewFS(r.fsys.Abs("/proc"))
 	if err != nil {

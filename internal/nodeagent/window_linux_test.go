@@ -53,7 +53,7 @@ func TestWindowReadsProcsOutside(t *testing.T) {
 	}
 	defer func() { onWindowStep = nil }()
 	st := oneHogWindow(t, "procs-outside", 500*time.Millisecond, 100*time.Millisecond, 1)
-	if want := []string{"procs", "begin", "end", "procs"}; !slices.Equal(steps, want) {
+	if want := []string{"procs start", "procs", "begin", "end", "procs start", "procs"}; !slices.Equal(steps, want) {
 		t.Errorf("window steps %q, want %q: every process's counters read inside the window", steps, want)
 	}
 	// Inside are the node's and the cgroup's counters and the one worker's
