@@ -436,9 +436,11 @@ func TestRunNamesNoiseSources(t *testing.T) {
 				t.Errorf("the spinner's %.3f CPUs exceed the window's noise %.3f", n.CPU, w.NoiseCPU)
 			}
 		}
-		// The hog worker takes about a CPU: named as noise, it would be
-		// the only other source this large.
-		if n.Name != "noise-spinner" && n.CPU > 0.5 {
+		// The hog worker takes about a CPU: named as noise, it would be a
+		// process of the worker binary (this test binary, as the agent
+		// is) this large. Other processes may be: a linker beside the test
+		// was named with 0.568 CPUs in another window of this package.
+		if n.Name == workerComm && n.CPU > 0.5 {
 			t.Errorf("%+v named as noise: a worker?", n)
 		}
 	}
@@ -447,6 +449,17 @@ func TestRunNamesNoiseSources(t *testing.T) {
 	}
 	checkNoWorkers(t, st)
 }
+
+// workerComm is the name (comm) the kernel gives the workers: the worker
+// binary's (this test binary's) file name, cut to 15 bytes.
+var workerComm = func() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	name := filepath.Base(exe)
+	return name[:min(len(name), 15)]
+}()
 
 // oneHogWindow runs one window of one hog (length d after warmup), in one
 // attempt whatever the noise: the noise tests look at what else the window
