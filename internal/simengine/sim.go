@@ -1270,13 +1270,15 @@ func (s *sim) setRunEnd(c int32, t int64) {
 	nd[i&m] = runEndNode{t: ct, k: ck}
 	for i > 1 {
 		o := &nd[(i^1)&m]
+		ot, ok := o.t, o.k
 		// The sibling wins if (o.t, o.k) < (ct, ck): the borrow out of
-		// the 128-bit subtraction (times are never negative).
-		_, b := bits.Sub64(o.k, ck, 0)
-		_, b = bits.Sub64(uint64(o.t), uint64(ct), b)
-		mask := -b
-		ct ^= (ct ^ o.t) & int64(mask)
-		ck ^= (ck ^ o.k) & mask
+		// the 128-bit subtraction (times are never negative). The
+		// selection compiles to conditional moves (no branch).
+		_, b := bits.Sub64(ok, ck, 0)
+		_, b = bits.Sub64(uint64(ot), uint64(ct), b)
+		if mask := -b; mask != 0 {
+			ct, ck = ot, ok
+		}
 		i >>= 1
 		nd[i&m] = runEndNode{t: ct, k: ck}
 	}
