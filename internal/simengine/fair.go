@@ -521,29 +521,71 @@ func (s *sim) updateCurrSlow(cq int32) {
 	// so the steps below (update_min_vruntime() included) index neither
 	// again.
 	r := &s.rqs[cq]
-	cur := r.curr
-	e := &s.ents[cur]
+	e := &s.ents[r.curr]
 	now := s.now
 	start := r.currStart
 	r.currStart = now
 	d := s.scaleExec(now - start)
 	e.sumExec += d
 	e.vruntime += calcDeltaFair(d, e)
+	if s.eevdf && e.vruntime-e.deadline >= 0 || r.hasQuota {
+		// A used-up request (update_deadline()) or a quota: the rest
+		// in a function of its own, so that the common path below
+		// makes no call with values live across it (no spills).
+		s.updateCurrTail(cq, r, e, start, d)
+		return
+	}
+	// currResched, written out: it does not inline.
+	resched := false
+	if r.nr > 1 && (s.didPreemptShort || s.vprot) && !s.protectSliceOf(e) {
+		resched = s.vprot || !currEligible(r, e)
+	}
+	updateMinVruntimeCurr(r, e)
+	if e.task >= 0 {
+		s.accountTask(e.task, start, now)
+	}
+	if resched {
+		s.reschedCurr(r.cpu, false)
+	}
+}
+
+// updateCurrTail is the rest of updateCurrSlow (queue r, its curr e,
+// start the old exec_start, d the time charged) when curr's request is
+// used up or its group has a quota, in update_curr()'s order.
+func (s *sim) updateCurrTail(cq int32, r *cfsRq, e *entity, start, d int64) {
 	if s.eevdf && e.vruntime-e.deadline >= 0 {
-		s.updateDeadline(cq, cur) // the request is used up
+		s.updateDeadline(cq, r.curr) // the request is used up
 	}
-	if s.didPreemptShort && r.nr > 1 && !s.protectSliceOf(e) && !currEligible(r, e) {
-		// update_curr() (v6.12..v6.16): did_preempt_short(), a curr whose
-		// slice protection was cancelled (a shorter-slice wake-up, a new
-		// deadline or a reweight) is rescheduled once it is not eligible.
-		s.reschedCurr(r.cpu, false)
-	} else if s.vprot && r.nr > 1 && !s.protectSliceOf(e) {
-		// update_curr() (v6.17+, "Always trigger resched at the end of a
-		// protected period"): past its protection, curr is rescheduled
-		// whenever another entity is queued, eligible or not.
+	if r.nr > 1 && s.currResched(r, e) {
 		s.reschedCurr(r.cpu, false)
 	}
-	// update_min_vruntime() (updateMinVruntime) with curr at hand.
+	updateMinVruntimeCurr(r, e)
+	if e.task >= 0 {
+		s.accountTask(e.task, start, s.now)
+	}
+	if r.hasQuota {
+		s.accountCfsRqRuntime(cq, d)
+	}
+}
+
+// currResched is update_curr()'s resched test of a curr e on a queue r
+// with others queued (r.nr > 1).
+func (s *sim) currResched(r *cfsRq, e *entity) bool {
+	// update_curr() (v6.12..v6.16): did_preempt_short(), a curr whose
+	// slice protection was cancelled (a shorter-slice wake-up, a new
+	// deadline or a reweight) is rescheduled once it is not eligible.
+	// update_curr() (v6.17+, "Always trigger resched at the end of a
+	// protected period"): past its protection, curr is rescheduled
+	// whenever another entity is queued, eligible or not.
+	if !s.didPreemptShort && !s.vprot || s.protectSliceOf(e) {
+		return false
+	}
+	return s.vprot || !currEligible(r, e)
+}
+
+// updateMinVruntimeCurr is update_min_vruntime() (updateMinVruntime) of
+// queue r with its curr e at hand.
+func updateMinVruntimeCurr(r *cfsRq, e *entity) {
 	v := r.leftV // never when the tree is empty
 	if r.currOn {
 		v = min(v, e.vruntime)
@@ -552,12 +594,6 @@ func (s *sim) updateCurrSlow(cq int32) {
 		dv := max(v-r.minV, 0)
 		r.avgSum -= r.avgLoad * dv
 		r.minV += dv
-	}
-	if e.task >= 0 {
-		s.accountTask(e.task, start, now)
-	}
-	if r.hasQuota {
-		s.accountCfsRqRuntime(cq, d)
 	}
 }
 
