@@ -81,12 +81,13 @@ func (s *sim) enqueueTree(cq, se int32) {
 	// Insertion from the right end: the nodes after the new one move up
 	// as they are compared. Most queues hold zero to a few entities, and
 	// the shift costs as much as the search would.
-	t := r.tree
-	if len(t) == cap(t) {
-		t = append(t, treeNode{})
+	// r.tree = r.tree[:n] stores the length alone (no write barrier).
+	if n := len(r.tree); n == cap(r.tree) {
+		r.tree = append(r.tree, treeNode{})
 	} else {
-		t = t[:len(t)+1]
+		r.tree = r.tree[:n+1]
 	}
+	t := r.tree
 	j := len(t) - 1
 	for j > 0 && t[j-1].v > v {
 		t[j] = t[j-1]
@@ -97,7 +98,6 @@ func (s *sim) enqueueTree(cq, se int32) {
 	// 8-byte stores, which the CPU cannot forward (a stall per enqueue).
 	n := &t[j]
 	n.v, n.d, n.slice, n.se = v, e.deadline, e.slice, se
-	r.tree = t
 	r.avgSum += (v - r.minV) * e.weight
 	r.avgLoad += e.weight
 	r.leftmost, r.leftV = t[0].se, t[0].v
@@ -118,7 +118,7 @@ func (s *sim) dequeueTree(cq, se int32) {
 		t[j-1] = t[j]
 	}
 	t = t[:len(t)-1]
-	r.tree = t
+	r.tree = r.tree[:len(t)] // the length alone (no write barrier)
 	r.avgSum -= (e.vruntime - r.minV) * e.weight
 	r.avgLoad -= e.weight
 	if len(t) > 0 {
