@@ -72,6 +72,15 @@ func (s *sim) schedule(c int32) {
 			// queue, so one parent): only their own level changes.
 			s.putPrevEntity(tp.rq, pse)
 			s.setNextEntity(tn.rq, nse)
+		} else if pp, np := s.ents[pse].parent, s.ents[nse].parent; pp >= 0 && np >= 0 &&
+			s.ents[pp].parent < 0 && s.ents[np].parent < 0 {
+			// Tasks of two groups that sit under the root (two
+			// levels each, no common ancestor below the root): the
+			// walk below, written out, in its order.
+			s.putPrevEntity(tp.rq, pse)
+			s.putPrevEntity(s.ents[pp].rq, pp)
+			s.setNextEntity(s.ents[np].rq, np)
+			s.setNextEntity(tn.rq, nse)
 		} else {
 			stack := s.scratch[:0]
 			for s.ents[pse].depth > s.ents[nse].depth {
