@@ -1333,7 +1333,14 @@ func (s *sim) pickNextTaskFair(c int32) int32 {
 		if r.currOn {
 			s.updateCurrIn(cq, r)
 		}
-		se := s.pickNextEntity(cq)
+		// pickNextEntity, written out (it no longer inlines: a call
+		// per level on the way to pickEEVDF).
+		var se int32
+		if s.eevdf {
+			se = s.pickEEVDF(cq, true)
+		} else {
+			se = s.pickNextEntityCFS(cq)
+		}
 		if se < 0 {
 			return -1
 		}
