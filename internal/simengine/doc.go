@@ -119,9 +119,11 @@
 //     relative to the one before them as the agent's workers start
 //     (probeStart), unless Pattern.PhaseNs sets it.
 //     The idle exit and the context switch are charged to the woken task.
-//   - Buddies only as CFS (v6.1) has them by default: the next buddy of a
-//     wake-up preemption and of a sleeping task's group, LAST_BUDDY, and
-//     CACHE_HOT_BUDDY; no skip buddy (nothing yields), and no EEVDF
+//   - Buddies only as the kernels have them by default: for CFS (v6.1) the
+//     next buddy of a wake-up preemption and of a sleeping task's group,
+//     LAST_BUDDY, and CACHE_HOT_BUDDY; for EEVDF from v6.12 the next buddy
+//     of a sleeping task's group, which pick_eevdf() takes when it is
+//     eligible (PICK_BUDDY); no skip buddy (nothing yields), and no EEVDF
 //     NEXT_BUDDY (off by default in v6.6..v6.18). No HRTICK, no core
 //     scheduling, no uclamp.
 //   - Bandwidth uses one runtime pool per group instead of 5 ms per-CPU

@@ -246,7 +246,10 @@ func (s *sim) entitySlice(se int32) int64 {
 
 // updateDeadline is update_deadline() (v6.6): once the entity has consumed
 // its request (vruntime passed its deadline) it gets a new one and, if others
-// wait, the CPU is rescheduled.
+// wait, the CPU is rescheduled and curr stops being its queue's next buddy
+// (resched_curr() and clear_buddies() in update_deadline(), v6.6..v6.11;
+// the same two in update_curr() when update_deadline() returns true,
+// v6.12..v6.18).
 func (s *sim) updateDeadline(cq, se int32) {
 	e := &s.ents[se]
 	if e.vruntime-e.deadline < 0 {
@@ -258,6 +261,7 @@ func (s *sim) updateDeadline(cq, se int32) {
 	e.deadline = e.vruntime + calcDeltaFair(e.slice, e)
 	if s.rqs[cq].nr > 1 {
 		s.reschedCurr(s.rqs[cq].cpu, false)
+		s.clearBuddies(cq, se)
 	}
 }
 
@@ -334,7 +338,12 @@ func (s *sim) updateProtectSlice(cq, se int32) {
 // pickEEVDF is pick_eevdf()/__pick_eevdf(cfs_rq, protect) (v6.6, with the
 // v6.17 protect argument): the eligible entity with the earliest virtual
 // deadline; curr keeps the CPU while its slice protection lasts
-// (protectSlice).
+// (protectSlice). Where the PICK_BUDDY test sits in __pick_eevdf()
+// (kernelRules.buddyInPickEEVDF: v6.19, 6.18.33+) an eligible next buddy
+// comes first, whatever protect says, so a wake-up at a level whose queue
+// has a buddy preempts only if it is the buddy: the protect argument gates
+// the buddy only from commit 78cde54ea5f0 ("sched/eevdf: Clear buddies for
+// preempt_short", v7.1, taken by 7.0.y and 6.19.y), not modelled.
 func (s *sim) pickEEVDF(cq int32, protect bool) int32 {
 	r := &s.rqs[cq]
 	curr := int32(-1)
@@ -346,6 +355,9 @@ func (s *sim) pickEEVDF(cq int32, protect bool) int32 {
 			return curr
 		}
 		return r.leftmost
+	}
+	if r.next >= 0 && s.buddyInPickEEVDF && s.eligibleIn(r, &s.ents[r.next]) {
+		return r.next // ->next is never delayed: dequeue_entity() clears it first
 	}
 	// Eligibility: (v_i - min_vruntime) * load <= Σ (v_j - min_vruntime) w_j,
 	// the sums over the tree and curr (entityEligible's, computed once for
@@ -406,10 +418,16 @@ func (s *sim) pickEEVDF(cq int32, protect bool) int32 {
 	return best
 }
 
-// pickNextEntity is pick_next_entity(): pick_eevdf() for EEVDF; for CFS
-// (v6.1) the leftmost entity, or curr if it is further left.
+// pickNextEntity is pick_next_entity(): pick_eevdf() for EEVDF, after an
+// eligible next buddy with PICK_BUDDY where the test sits here (v6.14,
+// 6.12.13+, up to 6.18.32: "Picking the ->next buddy will affect latency
+// but not fairness"); for CFS (v6.1) the leftmost entity, or curr if it is
+// further left.
 func (s *sim) pickNextEntity(cq int32) int32 {
 	if s.eevdf {
+		if r := &s.rqs[cq]; r.next >= 0 && s.feat.pickBuddy && !s.buddyInPickEEVDF && s.eligibleIn(r, &s.ents[r.next]) {
+			return r.next
+		}
 		return s.pickEEVDF(cq, true)
 	}
 	return s.pickNextEntityCFS(cq)
@@ -437,10 +455,11 @@ func (s *sim) pickNextEntityCFS(cq int32) int32 {
 	return left
 }
 
-// ---- CFS buddies (v6.1) ----
+// ---- buddies (CFS, v6.1; EEVDF's next buddy, v6.12..v6.18) ----
 
-// setNextBuddy is set_next_buddy() (v6.1): se and its ancestors become
-// their queues' next buddies, unless one is off its queue or idle.
+// setNextBuddy is set_next_buddy() (v6.1, v6.6..v6.18): se and its
+// ancestors become their queues' next buddies, unless one is off its queue
+// or idle.
 func (s *sim) setNextBuddy(se int32) {
 	for ; se >= 0; se = s.ents[se].parent {
 		if e := &s.ents[se]; !e.onRq || e.idle {
@@ -545,7 +564,9 @@ func (s *sim) updateCurrSlow(cq int32) {
 		s.accountTask(e.task, start, now)
 	}
 	if resched {
+		// clear_buddies() with the resched, as update_curr() does.
 		s.reschedCurr(r.cpu, false)
+		s.clearBuddies(cq, r.curr)
 	}
 }
 
@@ -557,7 +578,9 @@ func (s *sim) updateCurrTail(cq int32, r *cfsRq, e *entity, start, d int64) {
 		s.updateDeadline(cq, r.curr) // the request is used up
 	}
 	if r.nr > 1 && s.currResched(r, e) {
+		// clear_buddies() with the resched, as update_curr() does.
 		s.reschedCurr(r.cpu, false)
+		s.clearBuddies(cq, r.curr)
 	}
 	updateMinVruntimeCurr(r, e)
 	if e.task >= 0 {
@@ -796,9 +819,7 @@ func (s *sim) dequeueEntity(cq, se int32, flags int) {
 			e.vlag = 0
 		}
 	}
-	if !s.eevdf {
-		s.clearBuddies(cq, se)
-	}
+	s.clearBuddies(cq, se) // clear_buddies() (dequeue_entity(), v6.1, v6.6..v6.18)
 	if r.curr != se {
 		s.dequeueTree(cq, se)
 	}
@@ -954,6 +975,9 @@ func (s *sim) dequeueEntities(se int32, flags int, one, idle int32) bool {
 		r := &s.rqs[cq]
 		if s.eevdf && s.feat.delayDequeue && flags&deqSleep != 0 && flags&deqDelayed == 0 {
 			s.updateCurrIn(cq, r)
+			// dequeue_entity() clears se's buddy before it decides to
+			// delay it, so a delayed entity is never ->next.
+			s.clearBuddies(cq, se)
 			if !s.eligibleIn(r, e) {
 				s.updateRqLoadIn(cq, r)
 				e.delayed = true
@@ -984,10 +1008,13 @@ func (s *sim) dequeueEntities(se int32, flags int, one, idle int32) bool {
 		}
 		// Don't dequeue the parent if it has other entities besides us.
 		if r.load > 0 {
-			// CFS (v6.1): "Bias pick_next to pick a task from this
-			// cfs_rq, as p is sleeping when it is within its
-			// sched_slice."
-			if !s.eevdf && taskSleep && se >= 0 && !s.throttledHierarchy(cq) {
+			// "Bias pick_next to pick a task from this cfs_rq, as p is
+			// sleeping when it is within its sched_slice."
+			// (dequeue_task_fair(), v6.1; dequeue_entities(), v6.12..v6.18,
+			// where pick_eevdf() takes the buddy with PICK_BUDDY; v6.6..v6.11
+			// set it too but picked it only under NEXT_BUDDY, off, so it is
+			// left out there.)
+			if taskSleep && se >= 0 && (!s.eevdf || s.feat.pickBuddy) && !s.throttledHierarchy(cq) {
 				s.setNextBuddy(se)
 			}
 			break
@@ -1287,9 +1314,7 @@ func (s *sim) throttledHierarchy(cq int32) bool {
 // tree, remember the deadline it was picked with (RUN_TO_PARITY), and start
 // its execution clock.
 func (s *sim) setNextEntity(cq, se int32) {
-	if !s.eevdf {
-		s.clearBuddies(cq, se)
-	}
+	s.clearBuddies(cq, se) // clear_buddies() (set_next_entity(), v6.6..v6.18)
 	e := &s.ents[se]
 	if e.onRq {
 		s.dequeueTree(cq, se)
@@ -1333,14 +1358,9 @@ func (s *sim) pickNextTaskFair(c int32) int32 {
 		if r.currOn {
 			s.updateCurrIn(cq, r)
 		}
-		// pickNextEntity, written out (it no longer inlines: a call
-		// per level on the way to pickEEVDF).
-		var se int32
-		if s.eevdf {
-			se = s.pickEEVDF(cq, true)
-		} else {
-			se = s.pickNextEntityCFS(cq)
-		}
+		// pick_next_entity(): with PICK_BUDDY's test before pick_eevdf()
+		// (up to 6.18.32) it does not inline, a call per level.
+		se := s.pickNextEntity(cq)
 		if se < 0 {
 			return -1
 		}

@@ -100,6 +100,24 @@ type kernelRules struct {
 	// union with se->vlag (until tip commit 6b6d09f, December 2025), so
 	// reweight_entity() of curr, which writes se->vlag, ends the protection.
 	vprot bool
+	// pickBuddy: the pick takes an eligible cfs_rq->next first (PICK_BUDDY,
+	// on by default), which dequeue_entities() sets to the group of a task
+	// that goes to sleep when the group keeps other entities. Commit
+	// 2a77e4be12cb ("sched/fair: Untangle NEXT_BUDDY and pick_next_task()"),
+	// v6.14, taken by the stable series in February 2025 (6.13.2, reviewed
+	// 5 February; 6.12.13 in the same round); before it the pick took the
+	// buddy only under NEXT_BUDDY, off by default.
+	pickBuddy bool
+	// buddyInPickEEVDF: the PICK_BUDDY test sits in __pick_eevdf() itself,
+	// so the wake-up preemption's pick sees the buddy too (commit
+	// e837456fdca8, "sched/fair: Reimplement NEXT_BUDDY to align with EEVDF
+	// goals", v6.19; in the 6.18.y stable series from the round reviewed as
+	// 6.18.32-rc1 on 20 May 2026 and released as 6.18.33, whose pushes of
+	// 23 May list it); before, it is in pick_next_entity() only. Its
+	// NEXT_BUDDY side (a wakee as buddy) stays off: features.h keeps
+	// NEXT_BUDDY false in 6.18.y (the node's sysctl_sched_features 0x5f0e7df
+	// has bit 5 clear).
+	buddyInPickEEVDF bool
 	// idleStrictHierarchy: check_preempt_wakeup_fair() makes its SCHED_IDLE
 	// tests on the entities find_matching_se() returns, and gives up on
 	// batch and idle wakees after them (commit faa42d29419d, v6.12, and
@@ -127,10 +145,13 @@ func rulesFor(v kernelVersion) kernelRules {
 		eevdf: v.atLeast(6, 6, 0),
 		legacySlice: !(v.atLeast(6, 15, 0) || v.major == 6 && (v.minor == 14 && v.patch >= 9 ||
 			v.minor == 12 && v.patch >= 31 || v.minor == 6 && v.patch >= 93)),
-		completeEEVDF:       v.atLeast(6, 12, 0),
-		reweightPlaceCurr:   v.atLeast(6, 13, 0) && !v.atLeast(7, 0, 0) && !(v.major == 6 && v.minor == 18 && v.patch >= 45),
-		didPreemptShort:     v.atLeast(6, 12, 0) && !v.atLeast(6, 17, 0),
-		vprot:               v.atLeast(6, 17, 0),
+		completeEEVDF:     v.atLeast(6, 12, 0),
+		reweightPlaceCurr: v.atLeast(6, 13, 0) && !v.atLeast(7, 0, 0) && !(v.major == 6 && v.minor == 18 && v.patch >= 45),
+		didPreemptShort:   v.atLeast(6, 12, 0) && !v.atLeast(6, 17, 0),
+		vprot:             v.atLeast(6, 17, 0),
+		pickBuddy: v.atLeast(6, 14, 0) || v.major == 6 && (v.minor == 13 && v.patch >= 2 ||
+			v.minor == 12 && v.patch >= 13),
+		buddyInPickEEVDF:    v.atLeast(6, 19, 0) || v.major == 6 && v.minor == 18 && v.patch >= 33,
 		idleStrictHierarchy: v.atLeast(6, 12, 0) || v.major == 6 && v.minor == 10 && v.patch >= 13,
 		newidleCostGate:     v.atLeast(5, 16, 0),
 		newidleBump:         v.major == 6 && v.minor == 18 && v.patch < 5,

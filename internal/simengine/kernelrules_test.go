@@ -529,3 +529,73 @@ func TestSubUnitSharesChangeReweights(t *testing.T) {
 		t.Errorf("curr's vruntime unchanged (%d): reweight_entity()'s placement of curr did not run", v)
 	}
 }
+
+// dequeue_entities() (v6.12..v6.18) makes the group of a task that goes to
+// sleep its queues' next buddy when the group keeps other entities ("Bias
+// pick_next to pick a task from this cfs_rq"), and from v6.14 (6.12.13) the
+// pick takes an eligible next buddy before anything else (PICK_BUDDY, on by
+// default): the CPU stays with the sleeper's group although another group
+// has the earlier deadline. Before, the buddy was picked only under
+// NEXT_BUDDY (off), and PICK_BUDDY off gives the plain EEVDF pick.
+func TestPickBuddyAfterASleepInTheGroup(t *testing.T) {
+	for _, c := range []struct {
+		kernel string
+		off    bool // PICK_BUDDY off
+		buddy  bool // the sleeper's group keeps the CPU
+	}{{"6.18.44", false, true}, {"6.18.20", false, true}, {"6.14", false, true}, {"6.12.13", false, true},
+		{"6.18.44", true, false}, {"6.12", false, false}, {"6.11", false, false}} {
+		in := Input{Node: Node{CPUs: 1, Kernel: c.kernel}, DurationNs: 1e9, Seed: 1,
+			Groups: []Group{{Name: "a", Tasks: 2}, {Name: "b", Tasks: 1}}}
+		if c.off {
+			in.Knobs.Features = map[string]bool{"PICK_BUDDY": false}
+		}
+		s := startedSim(t, in)
+		cur := s.cpus[0].curr
+		if cur < 0 || s.tasks[cur].group != 0 {
+			t.Fatalf("%s: a task of group a should run first, got task %d", c.kernel, cur)
+		}
+		other := 1 - cur // group a's other task
+		ga := s.ents[s.tasks[cur].se].parent
+		gb := s.ents[s.tasks[2].se].parent
+		root := s.cpus[0].root
+		// Group b waits with the earlier deadline, both groups at V, and
+		// a's protection is over: the plain pick is b.
+		v := s.ents[ga].vruntime
+		setKeys(s, root, gb, v, v+1_000_000, s.ents[gb].slice)
+		setKeys(s, root, ga, v, v+10_000_000, s.ents[ga].slice)
+		s.cancelProtectSlice(ga)
+		s.blockTask(cur) // eligible at V: dequeued, not delayed
+		if s.tasks[cur].state != tsSleeping || s.ents[s.tasks[cur].se].delayed {
+			t.Fatalf("%s: the running task of a did not go to sleep", c.kernel)
+		}
+		if !s.entityEligible(root, ga) || !s.entityEligible(root, gb) {
+			t.Fatalf("%s: both groups should be eligible", c.kernel)
+		}
+		got := s.pickNextTaskFair(0)
+		want := int32(2)
+		if c.buddy {
+			want = other
+		}
+		if got != want {
+			t.Errorf("%s, PICK_BUDDY off %v: picked task %d (group %d), want task %d; root next buddy se%d, a's se%d",
+				c.kernel, c.off, got, s.tasks[got].group, want, s.rqs[root].next, ga)
+		}
+		if !c.buddy || got != want {
+			continue
+		}
+		// a's other task runs; a's entity stayed curr of the root queue, so
+		// it is still the root's buddy. A wake-up check of b against it:
+		// where the PICK_BUDDY test sits in __pick_eevdf() (6.18.33+,
+		// v6.19) the wake-up's pick returns the buddy and b does not
+		// preempt; where it sits in pick_next_entity() b, eligible with the
+		// earlier deadline against an unprotected curr, does.
+		s.schedule(0)
+		if s.cpus[0].curr != other || s.rqs[root].next != ga {
+			t.Fatalf("%s: after the switch curr is task %d and the root's buddy se%d, want task %d and se%d", c.kernel, s.cpus[0].curr, s.rqs[root].next, other, ga)
+		}
+		s.checkPreemptWakeup(0, 2, 0)
+		if got, want := s.cpus[0].needResched, !rulesFor(nodeKernel(in.Node)).buddyInPickEEVDF; got != want {
+			t.Errorf("%s: b's wake-up check against a's buddy entity rescheduled %v, want %v", c.kernel, got, want)
+		}
+	}
+}

@@ -71,6 +71,24 @@ func TestEveryKnobChangesTheSimulation(t *testing.T) {
 					{Name: "burst", Tasks: 1, Pattern: Pattern{Type: Burst, MeanRunNs: 2e6, MeanSleepNs: 6e6}},
 				}}
 		},
+		// PICK_BUDDY exists from 6.14 (6.12.13); the buddy is the group of
+		// a task that goes to sleep while the group keeps another, still
+		// eligible (else DELAY_DEQUEUE keeps it queued): VALIDATION.md's
+		// mixed scenario under one parent cgroup (as the agent runs it
+		// beside other processes' cgroups) next to a root task, where the
+		// parent becomes the root queue's buddy whenever one of its
+		// groups' tasks sleeps and empties its group.
+		"feature PICK_BUDDY": func(sch Scheduler) Input {
+			return Input{Node: Node{CPUs: 2, Kernel: "6.18.44"}, DurationNs: 2e9, Seed: 1,
+				Groups: []Group{
+					{Name: "agent", Tasks: 0},
+					{Name: "hogs", Parent: "agent", Tasks: 2},
+					{Name: "frames", Parent: "agent", Tasks: 1, Pattern: Pattern{Type: Periodic, RunNs: 4e6, PeriodNs: 40e6}},
+					{Name: "pingpong", Parent: "agent", Tasks: 2, Pattern: Pattern{Type: PingPong, RunNs: 20_000}},
+					{Name: "burst", Parent: "agent", Tasks: 1, Pattern: Pattern{Type: Burst, MeanRunNs: 2e6, MeanSleepNs: 6e6}},
+					{Name: "other", Root: true, Tasks: 1, Pattern: Pattern{Type: Burst, MeanRunNs: 1e6, MeanSleepNs: 20e6}},
+				}}
+		},
 		"feature ALT_PERIOD": func(sch Scheduler) Input {
 			return Input{Node: Node{CPUs: 1, Scheduler: sch}, DurationNs: 5e8,
 				Groups: []Group{{Name: "a", Tasks: 6}, {Name: "b", Tasks: 6}}}

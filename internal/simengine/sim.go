@@ -350,6 +350,9 @@ type sim struct {
 	didPreemptShort bool
 	// vprot: kernelRules.vprot on EEVDF (the v6.17 slice protection).
 	vprot bool
+	// buddyInPickEEVDF: kernelRules.buddyInPickEEVDF with PICK_BUDDY on
+	// (pickEEVDF takes the next buddy; otherwise pickNextEntity does).
+	buddyInPickEEVDF bool
 	// groupSlice: EEVDF of v6.12 and later, where a queued group entity's
 	// slice follows the smallest slice below it (propagateSlice), on an
 	// input where some task's slice varies.
@@ -463,6 +466,7 @@ func newSim(in *Input) (*sim, error) {
 		reweightPlaceCurr:   kr.reweightPlaceCurr && sched == EEVDF,
 		didPreemptShort:     kr.didPreemptShort && sched == EEVDF && feat.preemptShort,
 		vprot:               kr.vprot && sched == EEVDF,
+		buddyInPickEEVDF:    kr.buddyInPickEEVDF && feat.pickBuddy,
 		groupSlice:          kr.completeEEVDF && sched == EEVDF,
 		tickNs:              1_000_000_000 / int64(hz),
 		hz:                  int64(hz),

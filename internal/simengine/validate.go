@@ -21,6 +21,11 @@ var eevdfFeatures = []featureDef{
 	{"PREEMPT_SHORT", true},
 	{"DELAY_DEQUEUE", true},
 	{"DELAY_ZERO", true},
+	// PICK_BUDDY: the pick takes an eligible cfs_rq->next first, which
+	// dequeue_entities() sets when a task goes to sleep and its group keeps
+	// other entities (kernelRules.pickBuddy says from which releases; off
+	// before them, where only NEXT_BUDDY, off, picked the buddy).
+	{"PICK_BUDDY", true},
 	{"WAKEUP_PREEMPTION", true},
 	{"WA_IDLE", true},
 	{"WA_WEIGHT", true},
@@ -64,7 +69,7 @@ func FeatureNames(s Scheduler) []string {
 // features is the resolved feature set of a run.
 type features struct {
 	placeLag, placeDeadlineInitial, runToParity, preemptShort bool
-	delayDequeue, delayZero                                   bool
+	delayDequeue, delayZero, pickBuddy                        bool
 	wakeupPreemption, waIdle, waWeight, waBias, lbMin         bool
 	gentleFairSleepers, startDebit, altPeriod, baseSlice      bool
 	smpFairGroups, niRandom                                   bool
@@ -72,7 +77,8 @@ type features struct {
 
 // resolveFeatures applies set over the defaults of scheduler s on a kernel
 // with rules kr (DELAY_DEQUEUE and PREEMPT_SHORT default off before 6.12,
-// where the code does not exist).
+// where the code does not exist; PICK_BUDDY before the releases of
+// kernelRules.pickBuddy).
 func resolveFeatures(s Scheduler, set map[string]bool, kr kernelRules) (features, error) {
 	defs := eevdfFeatures
 	if s == CFS {
@@ -84,6 +90,9 @@ func resolveFeatures(s Scheduler, set map[string]bool, kr kernelRules) (features
 	}
 	if s == EEVDF && !kr.completeEEVDF {
 		val["DELAY_DEQUEUE"], val["PREEMPT_SHORT"] = false, false
+	}
+	if s == EEVDF && !kr.pickBuddy {
+		val["PICK_BUDDY"] = false
 	}
 	// Sorted iteration keeps the first error deterministic.
 	names := make([]string, 0, len(set))
@@ -105,6 +114,7 @@ func resolveFeatures(s Scheduler, set map[string]bool, kr kernelRules) (features
 		preemptShort:         val["PREEMPT_SHORT"],
 		delayDequeue:         val["DELAY_DEQUEUE"],
 		delayZero:            val["DELAY_ZERO"],
+		pickBuddy:            s == EEVDF && val["PICK_BUDDY"],
 		wakeupPreemption:     val["WAKEUP_PREEMPTION"],
 		waIdle:               val["WA_IDLE"],
 		waWeight:             val["WA_WEIGHT"],
