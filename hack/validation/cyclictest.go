@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -77,7 +78,10 @@ func refCell(k, n int64) string {
 func WriteCyclictest(w io.Writer, refs []*RefRun) {
 	fmt.Fprintln(w, "| run | variant | load at start | wake-ups | p50 / p99 µs | beyond 100 µs (count) | beyond 1 ms | beyond 10 ms |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
-	type pool struct{ n, k [3]int64 }
+	type pool struct {
+		n int64    // wake-ups
+		k [3]int64 // of them beyond each threshold
+	}
 	pools := map[string]*pool{}
 	var variants []string
 	for _, r := range refs {
@@ -89,9 +93,9 @@ func WriteCyclictest(w io.Writer, refs []*RefRun) {
 			variants = append(variants, r.Variant)
 		}
 		cells := make([]string, 3)
+		p.n += n
 		for i, us := range refThresholdsUs {
 			k := r.H.Beyond(us)
-			p.n[i] += n
 			p.k[i] += k
 			cells[i] = refCell(k, n)
 		}
@@ -105,14 +109,14 @@ func WriteCyclictest(w io.Writer, refs []*RefRun) {
 	fmt.Fprintln(w)
 	for _, v := range variants {
 		p := pools[v]
-		fmt.Fprintf(w, "Pooled, %s: %d wake-ups; beyond 100 µs %s, beyond 1 ms %s, beyond 10 ms %s.\n", v, p.n[0],
-			refCell(p.k[0], p.n[0]), refCell(p.k[1], p.n[1]), refCell(p.k[2], p.n[2]))
+		fmt.Fprintf(w, "Pooled, %s: %d wake-ups; beyond 100 µs %s, beyond 1 ms %s, beyond 10 ms %s.\n", v, p.n,
+			refCell(p.k[0], p.n), refCell(p.k[1], p.n), refCell(p.k[2], p.n))
 	}
 }
 
 // quantileUs prints a histogram quantile; beyond the histogram it says so.
 func quantileUs(us float64) string {
-	if us > 1e15 {
+	if math.IsInf(us, 1) {
 		return "overflow"
 	}
 	return fmt.Sprintf("%.0f", us)
