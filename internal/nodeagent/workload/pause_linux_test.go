@@ -328,7 +328,12 @@ func TestHogPreemptedIsNoPause(t *testing.T) {
 	if err := s.Begin(); err != nil {
 		t.Fatal(err)
 	}
-	type stretch struct{ from, to int64 }
+	// A stretch's cpu is the spinner thread's own CPU time in it: the Go
+	// runtime preempts a goroutine that runs 10 ms (sysmon) and its locked
+	// thread then sleeps until the goroutine is handed back to it, and in
+	// those gaps of microseconds the hog runs (the CI run of d778525 saw
+	// the hog get 0.1 ms more than the wall-clock stretches left it).
+	type stretch struct{ from, to, cpu int64 }
 	const n = 40
 	done := make(chan []stretch)
 	errc := make(chan error, 1)
@@ -354,10 +359,10 @@ func TestHogPreemptedIsNoPause(t *testing.T) {
 		var out []stretch
 		for i := 0; i < n; i++ {
 			l := int64(20+i%4*10) * 1e6 // 20, 30, 40, 50 ms
-			from := monoNs()
+			from, cpu := monoNs(), threadCPU()
 			for monoNs()-from < l {
 			}
-			out = append(out, stretch{from, monoNs()})
+			out = append(out, stretch{from, monoNs(), threadCPU() - cpu})
 			time.Sleep(60 * time.Millisecond)
 		}
 		done <- out
@@ -379,12 +384,16 @@ func TestHogPreemptedIsNoPause(t *testing.T) {
 	if hp == nil {
 		t.Fatal("a window with a Hog reported nothing observed")
 	}
-	var spun int64
+	var spun, held int64
 	for _, x := range st {
 		spun += x.to - x.from
+		held += x.cpu
 	}
-	t.Logf("window %v; spinner on CPU 0 for %d stretches, %.0f ms in all; hog observed %.0f ms, CPU %.0f ms, off-CPU gaps %d, short stalls %d, pauses %+v",
-		w.Duration, len(st), float64(spun)/1e6, float64(hp.ObservedNs)/1e6, float64(hp.HogCPUNs)/1e6, hp.OffGaps, len(hp.ShortStalls), hp.Pauses)
+	t.Logf("window %v; spinner on CPU 0 for %d stretches, %.0f ms in all (its CPU %.1f ms); hog observed %.0f ms, CPU %.0f ms, off-CPU gaps %d, short stalls %d, pauses %+v",
+		w.Duration, len(st), float64(spun)/1e6, float64(held)/1e6, float64(hp.ObservedNs)/1e6, float64(hp.HogCPUNs)/1e6, hp.OffGaps, len(hp.ShortStalls), hp.Pauses)
+	if held > spun {
+		t.Fatalf("the spinner's CPU time %d ns exceeds its stretches' %d ns", held, spun)
+	}
 	for _, p := range hp.ShortStalls {
 		for _, x := range st {
 			if p.StartNs < x.to+1e6 && p.StartNs+p.LengthNs > x.from-1e6 {
@@ -403,11 +412,12 @@ func TestHogPreemptedIsNoPause(t *testing.T) {
 		}
 	}
 	// The hog was off its CPU while the spinner ran, and it was the only
-	// hog: the time observed is at most the window less the stretches, give
-	// or take the lag of a millisecond at either end of the window and one
-	// coverage bucket at either end of each stretch it ran (the resolution).
-	// It ran most of the rest: other work took at most part of CPU 0.
-	rest := w.Duration.Nanoseconds() - spun
+	// hog: the time observed is at most the window less the spinner's CPU in
+	// its stretches, give or take the lag of a millisecond at either end of
+	// the window and one coverage bucket at either end of each stretch it ran
+	// (the resolution). It ran most of the rest: other work took at most
+	// part of CPU 0.
+	rest := w.Duration.Nanoseconds() - held
 	if hi := rest + 2*markEveryNs + 2*int64(len(st)+1)*BucketNs; hp.ObservedNs > hi {
 		t.Errorf("observed %.1f ms, more than the window less the spinner's stretches (%.1f ms, %.1f with the buckets' resolution)", float64(hp.ObservedNs)/1e6, float64(rest)/1e6, float64(hi)/1e6)
 	}
