@@ -230,7 +230,15 @@ func TestColdWakeThisNode(t *testing.T) {
 	if c.ShortLate <= 0 || c.ShortLate > 1_000_000 || c.LongLate <= 0 || c.LongLate > 1_000_000 {
 		t.Errorf("median lateness %d ns (2 ms) and %d ns (40 ms): want a wake-up path's, 0 to 1 ms", c.ShortLate, c.LongLate)
 	}
-	if c.PerDoubling < -2_000 || c.PerDoubling > 15_000 {
+	switch {
+	case c.PerDoubling < -2_000 && c.High < 0:
+		// The timer path moved between the two blocks: not a figure of
+		// this node, and it must not be recorded.
+		if c.Rejected == "" {
+			t.Errorf("cold wake-up %d ns per doubling, interval %d..%d ns, kept: a figure wholly below zero must be rejected", c.PerDoubling, c.Low, c.High)
+		}
+		t.Logf("the blocks disagree (%d ns, rejected: %s): the figure is not judged", c.PerDoubling, c.Rejected)
+	case c.PerDoubling < -2_000 || c.PerDoubling > 15_000:
 		t.Errorf("cold wake-up %d ns per doubling: want -2 to 15 µs", c.PerDoubling)
 	}
 	if c.Low > c.PerDoubling || c.High < c.PerDoubling {
@@ -244,7 +252,8 @@ func TestColdWakeThisNode(t *testing.T) {
 // CPU between the wake-ups; every sleep counted, and the figure lies where
 // a switch of address space can put it for a sleeper that touches little
 // of its memory before it reads the clock: no less than -4 µs (the
-// measurement's noise), no more than 30 µs (the development node showed
+// measurement's noise; a figure wholly below zero says the timer path
+// moved between the blocks, and must be rejected), no more than 30 µs (the development node showed
 // 2.6 µs at the median for such a sleeper in C, 16-18 µs for one that
 // returns through the Go runtime). Judged unless other processes took the
 // CPU.
@@ -287,7 +296,16 @@ func TestProcessSwitchThisNode(t *testing.T) {
 	if p.ThreadLate <= 0 || p.ThreadLate > 1_000_000 || p.ProcessLate <= 0 || p.ProcessLate > 1_000_000 {
 		t.Errorf("median lateness %d ns (thread) and %d ns (process): want a wake-up path's, 0 to 1 ms", p.ThreadLate, p.ProcessLate)
 	}
-	if p.PerSwitch < -4_000 || p.PerSwitch > 30_000 {
+	switch {
+	case p.PerSwitch < -4_000 && p.High < 0:
+		// The timer path moved between the two blocks (a validation
+		// campaign saw -9.6 µs, interval -11.0..-8.1, once in 54 windows):
+		// the node cannot give the figure, and it must not be recorded.
+		if p.Rejected == "" {
+			t.Errorf("process switch %d ns, interval %d..%d ns, kept: a figure wholly below zero must be rejected", p.PerSwitch, p.Low, p.High)
+		}
+		t.Logf("the blocks disagree (%d ns, rejected: %s): the figure is not judged", p.PerSwitch, p.Rejected)
+	case p.PerSwitch < -4_000 || p.PerSwitch > 30_000:
 		t.Errorf("process switch %d ns: want -4 to 30 µs", p.PerSwitch)
 	}
 	if p.Low > p.PerSwitch || p.High < p.PerSwitch {
