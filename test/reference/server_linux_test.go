@@ -218,9 +218,19 @@ func TestServerThroughputAndErlangC(t *testing.T) {
 			// utilisation 0.52 (1000/s, 1 ms) seven or more are in the
 			// system about 1 % of the time (3017 of 3024 was seen in a
 			// clean-clone CI run), thirteen or more about 0.03 %: 12
-			// leaves a lost request in 250 to fail.
-			if math.Abs(float64(done-arr)) > 12 {
+			// leaves a lost request in 250 to fail. That holds for a
+			// quiet machine: another process holding a CPU near the
+			// window's end leaves a backlog that the window cannot see
+			// served (a dry run with 0.40 CPUs of others' work, 326 µs of
+			// run delay per request, ended with 2878 completed of 2905).
+			// More completions than arrivals is wrong at any load.
+			switch {
+			case done > arr+12:
+				t.Errorf("%s: %d completed of %d arrivals", c.name, done, arr)
+			case arr-done > 12 && noise < quiet:
 				t.Errorf("%s: %d completed of %d arrivals below saturation", c.name, done, arr)
+			case arr-done > 12:
+				t.Logf("%s: %d completed of %d arrivals with %.2f CPUs of others' work (run delay %.1f µs per request): not judged", c.name, done, arr, noise, delay*1e6)
 			}
 			if c.p.Arrivals == v1alpha1.ArrivalsPeriodic {
 				// Arrivals are counted when a worker takes them, so requests
