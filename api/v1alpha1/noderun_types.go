@@ -441,6 +441,66 @@ type WindowResult struct {
 	// nothing was observed (which is not the same as no pause seen).
 	// +optional
 	HostPauses *HostPauseMeasurement `json:"hostPauses,omitempty"`
+	// timerPath is the node's timer path measured just before the window's
+	// attempt (before its knobs are set and its workload starts) and just
+	// after it (once the workload has stopped and the knobs are back), in
+	// the calibration window's terms: the prediction of this window takes
+	// the calibration's constants moved by what this measured more or less
+	// than the calibration window, since a host's timer path can change
+	// from one minute to the next. Absent in runs of older agents and
+	// without a calibration window.
+	// +optional
+	TimerPath *WindowTimerPath `json:"timerPath,omitempty"`
+}
+
+// WindowTimerPath is the node's timer path at a window's two edges. The
+// measurements are outside the window: the workload neither runs during
+// them nor waits for them.
+type WindowTimerPath struct {
+	// before is measured just before the window's knobs are set.
+	// +optional
+	Before *TimerPathSample `json:"before,omitempty"`
+	// after is measured once the window's workload has stopped and its
+	// knobs are put back.
+	// +optional
+	After *TimerPathSample `json:"after,omitempty"`
+}
+
+// TimerPathSample is one short measurement of the node's timer path, made
+// as the calibration window makes its first two: 1 ms timer sleeps with
+// 1 ns of timer slack on one CPU, first on the otherwise idle CPU, then as
+// many beside a SCHED_IDLE spinner thread of the agent (every wake-up
+// preempts it at once, with no idle exit).
+type TimerPathSample struct {
+	// idleTimerNs is the median lateness of the sleeps on the idle CPU
+	// (timer expiry, idle exit and context switch), as the calibration's
+	// timerLatenessNs.
+	// +required
+	// +kubebuilder:validation:Minimum=0
+	IdleTimerNs int64 `json:"idleTimerNs"`
+	// busyTimerNs is the median lateness of the sleeps beside the spinner
+	// (timer expiry and context switch), as the calibration window's
+	// constants.timerExpiryNs + constants.ctxSwitchNs.
+	// +required
+	// +kubebuilder:validation:Minimum=0
+	BusyTimerNs int64 `json:"busyTimerNs"`
+	// samples is the number of sleeps of each kind.
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100000
+	Samples int32 `json:"samples"`
+	// idleCPUIdle is the fraction of the idle sleeps' wall time their CPU
+	// spent idle: near 1 on a quiet node. Well below 1 other work ran on
+	// it (SCHED_IDLE work too, which the sleeper preempts with no idle
+	// exit), and idleTimerNs is not an idle CPU's path.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1
+	IdleCPUIdle *float64 `json:"idleCPUIdle,omitempty"`
+	// durationNs is the measurement's wall time.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	DurationNs int64 `json:"durationNs,omitempty"`
 }
 
 // HostPauseMeasurement is what a window's Hog workers saw of host pauses.
