@@ -362,6 +362,14 @@ func (r Raw) Calibration(noiseCPU float64) *v1alpha1.NodeCalibration {
 	return cal
 }
 
+// timerPathSample is what a window's edge records of TimerPath's figures.
+func timerPathSample(idle, busy int64, n int, idleFrac float64, wallNs int64) *v1alpha1.TimerPathSample {
+	return &v1alpha1.TimerPathSample{
+		IdleTimerNs: max(idle, 0), BusyTimerNs: max(busy, 0), Samples: int32(min(n, 100_000)),
+		IdleCPUIdle: ptr.To(math.Round(idleFrac*1000) / 1000), DurationNs: max(wallNs, 0),
+	}
+}
+
 // median of xs (sorted in place); 0 for none.
 func median(xs []int64) int64 {
 	if len(xs) == 0 {

@@ -48,20 +48,8 @@ func MeasureRaw(ctx context.Context, opts Options) (Raw, float64, error) {
 	last := cpus[len(cpus)-1]
 	steps := []func() error{
 		func() (err error) {
-			idle0, at0, err := cpuIdle(last)
-			if err != nil {
-				return err
-			}
-			r.IdleTimerLate, r.IdleTimerQ, r.TimerCPU, r.IdleQuiet, err = timerLateness(last, o.Sleeps)
-			if err != nil {
-				return err
-			}
-			idle1, at1, err := cpuIdle(last)
-			if err != nil {
-				return err
-			}
-			r.IdleCPUIdle = min(max((idle1-idle0).Seconds()/at1.Sub(at0).Seconds(), 0), 1)
-			return nil
+			r.IdleTimerLate, r.IdleTimerQ, r.TimerCPU, r.IdleQuiet, r.IdleCPUIdle, err = idleTimerLateness(last, o.Sleeps)
+			return err
 		},
 		func() error {
 			b, err := busyTimerLateness(ctx, last, o.Sleeps, o.WorkerBinary)
@@ -120,6 +108,55 @@ func MeasureRaw(ctx context.Context, opts Options) (Raw, float64, error) {
 	noise := ((busy1 - busy0) - (self1 - self0)).Seconds() / wall
 	r.BackgroundLoad = min(max((bg1-bg0).Seconds()/wall/float64(len(cpus)), 0), 0.95)
 	return r, max(noise, 0), nil
+}
+
+// TimerPath measures the node's timer path alone, in n 1 ms sleeps on an
+// idle CPU and n beside a SCHED_IDLE spinner thread (n ≤ 0 means 150; about
+// 2n ms in all), on the CPU and with the sleeps of the calibration window's
+// first two steps (MeasureRaw), so that its figures read against the
+// window's: the agent measures it at each measured window's edges, where a
+// host's timer path that moved since the calibration window shows.
+func TimerPath(ctx context.Context, n int) (*v1alpha1.TimerPathSample, error) {
+	if n <= 0 {
+		n = 150
+	}
+	cpus, err := allowedCPUs()
+	if err != nil {
+		return nil, err
+	}
+	last := cpus[len(cpus)-1]
+	t0 := now()
+	idle, _, _, _, idleFrac, err := idleTimerLateness(last, n)
+	if err != nil {
+		return nil, fmt.Errorf("timer path: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	b, err := busyTimerLateness(ctx, last, n, "")
+	if err != nil {
+		return nil, fmt.Errorf("timer path: %w", err)
+	}
+	busy, _, _ := b.thread.summary()
+	return timerPathSample(idle, busy, n, idleFrac, now()-t0), nil
+}
+
+// idleTimerLateness is timerLateness on cpu with the fraction of its wall
+// time cpu spent idle (/proc/stat) meanwhile.
+func idleTimerLateness(cpu, n int) (late int64, q []int64, cpuPer int64, quiet, idleFrac float64, err error) {
+	idle0, at0, err := cpuIdle(cpu)
+	if err != nil {
+		return 0, nil, 0, 0, 0, err
+	}
+	late, q, cpuPer, quiet, err = timerLateness(cpu, n)
+	if err != nil {
+		return 0, nil, 0, 0, 0, err
+	}
+	idle1, at1, err := cpuIdle(cpu)
+	if err != nil {
+		return 0, nil, 0, 0, 0, err
+	}
+	return late, q, cpuPer, quiet, min(max((idle1-idle0).Seconds()/at1.Sub(at0).Seconds(), 0), 1), nil
 }
 
 // allowedCPUs lists the CPUs this process may run on.
