@@ -49,7 +49,9 @@ type Options struct {
 	Log logr.Logger
 	// NoCalibration skips the calibration window (calib.Measure, about two
 	// seconds before the first window) that records the node's wake-up
-	// constants in status.calibration.
+	// constants in status.calibration, and with it the timer path's
+	// measurements at each window's edges (calib.TimerPath, about 0.3 s
+	// each), which are read against it.
 	NoCalibration bool
 }
 

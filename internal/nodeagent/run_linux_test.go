@@ -480,3 +480,87 @@ func oneHogWindow(t *testing.T, name string, d, warmup time.Duration, attempts i
 	}
 	return st
 }
+
+// TestRunRecordsWindowTimerPaths: with a calibration window, every measured
+// window records the node's timer path at both its edges, in the
+// calibration's terms: both medians a wake-up path's duration, of the size
+// the calibration window measured them (the host's phases differ by less
+// than a factor 2 on the development VM; the bounds allow 4), from the
+// default 150 sleeps of each kind, taking about their 300 ms. An
+// unsupported window, which changes nothing, measures none.
+func TestRunRecordsWindowTimerPaths(t *testing.T) {
+	needRoot(t)
+	if testing.Short() {
+		t.Skip("-short: measures windows on the real kernel")
+	}
+	spec := &v1alpha1.SchedExperimentSpec{
+		Duration:    metav1.Duration{Duration: 300 * time.Millisecond},
+		Warmup:      &metav1.Duration{Duration: 100 * time.Millisecond},
+		Repetitions: 2,
+		Variants: []v1alpha1.Variant{
+			{Name: "base"},
+			// Never on a kernel of the EEVDF family (6.6 and later), always
+			// unsupported there; on an older one it runs.
+			{Name: "cfs-only", Knobs: v1alpha1.Knobs{Latency: &metav1.Duration{Duration: 12 * time.Millisecond}}},
+		},
+		Workload: v1alpha1.Workload{Groups: []v1alpha1.Group{
+			{Name: "g", Pattern: hog()},
+			{Name: "probe", Session: "s1", Pattern: &v1alpha1.Pattern{Type: v1alpha1.PatternLatencyProbe, Interval: &metav1.Duration{Duration: time.Millisecond}}},
+		}},
+	}
+	o := opts(t, "timerpath")
+	o.MaxAttempts = 1
+	st, err := Run(context.Background(), spec, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkNoWorkers(t, st)
+	cal := st.Calibration
+	if cal == nil {
+		t.Fatal("no calibration window")
+	}
+	calBusy := cal.Constants.TimerExpiryNs + cal.Constants.CtxSwitchNs
+	t.Logf("calibration window: idle timer %d ns, busy %d ns", cal.TimerLatenessNs, calBusy)
+	measured := 0
+	for _, w := range st.Windows {
+		if w.Unsupported != "" {
+			if w.TimerPath != nil {
+				t.Errorf("window %s/%d is unsupported (%s) but measured a timer path %+v", w.Variant, w.Repetition, w.Unsupported, w.TimerPath)
+			}
+			continue
+		}
+		measured++
+		tp := w.TimerPath
+		if tp == nil || tp.Before == nil || tp.After == nil {
+			t.Errorf("window %s/%d: timer path %+v, want one before and one after", w.Variant, w.Repetition, tp)
+			continue
+		}
+		for edge, s := range map[string]*v1alpha1.TimerPathSample{"before": tp.Before, "after": tp.After} {
+			t.Logf("window %s/%d %s: idle timer %d ns, busy %d ns, idle CPU %v, %v", w.Variant, w.Repetition, edge, s.IdleTimerNs, s.BusyTimerNs, ptrValue(s.IdleCPUIdle), time.Duration(s.DurationNs))
+			for name, v := range map[string][2]int64{"idle": {s.IdleTimerNs, cal.TimerLatenessNs}, "busy": {s.BusyTimerNs, calBusy}} {
+				if v[0] <= 0 || v[0] > 5_000_000 || v[0] < v[1]/4 || v[0] > 4*v[1] {
+					t.Errorf("window %s/%d %s: %s timer %d ns, want a wake-up path's duration within a factor 4 of the calibration window's %d ns", w.Variant, w.Repetition, edge, name, v[0], v[1])
+				}
+			}
+			if s.Samples != 150 {
+				t.Errorf("window %s/%d %s: %d sleeps of each kind, want the default 150", w.Variant, w.Repetition, edge, s.Samples)
+			}
+			if d := time.Duration(s.DurationNs); d < 300*time.Millisecond || d > 3*time.Second {
+				t.Errorf("window %s/%d %s: took %v, want the 300 sleeps' 1 ms each and little more", w.Variant, w.Repetition, edge, d)
+			}
+			if s.IdleCPUIdle == nil || *s.IdleCPUIdle < 0 || *s.IdleCPUIdle > 1 {
+				t.Errorf("window %s/%d %s: idle fraction %v, want one in 0..1", w.Variant, w.Repetition, edge, s.IdleCPUIdle)
+			}
+		}
+	}
+	if measured < 2 {
+		t.Errorf("%d windows measured, want the base variant's two at least", measured)
+	}
+}
+
+func ptrValue[T any](p *T) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}

@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/schedlab/schedlab/api/v1alpha1"
+	"github.com/schedlab/schedlab/internal/nodeagent/calib"
 	"github.com/schedlab/schedlab/internal/nodeagent/host"
 	"github.com/schedlab/schedlab/internal/nodeagent/workload"
 	"github.com/schedlab/schedlab/internal/simengine"
@@ -93,9 +94,15 @@ func (r *runner) progress(what string) {
 // perturbed (the workers broke their invariants), up to MaxAttempts.
 func (r *runner) measure(ctx context.Context, v *v1alpha1.Variant, rep int, settings []host.Setting, res *v1alpha1.WindowResult) error {
 	for attempt := 1; attempt <= r.opts.MaxAttempts; attempt++ {
+		before := r.timerPath(ctx, "before", v.Name, rep)
 		m, err := r.window(ctx, settings, rep)
 		if err != nil {
 			return err
+		}
+		after := r.timerPath(ctx, "after", v.Name, rep)
+		res.TimerPath = nil
+		if before != nil || after != nil {
+			res.TimerPath = &v1alpha1.WindowTimerPath{Before: before, After: after}
 		}
 		res.Attempts = int32(attempt)
 		res.Groups, res.NoiseCPU, res.NoiseSources = m.groups, m.noise, m.sources
@@ -123,6 +130,26 @@ func (r *runner) measure(ctx context.Context, v *v1alpha1.Variant, rep int, sett
 		}
 	}
 	return nil
+}
+
+// timerPath measures the node's timer path (calib.TimerPath) at one edge
+// of a window's attempt, outside it: before its knobs are set, or after its
+// workload has stopped and its knobs are back. Only with a calibration
+// window, which its figures are read against; nil without one, or when it
+// fails (the window is measured all the same).
+func (r *runner) timerPath(ctx context.Context, edge, variant string, rep int) *v1alpha1.TimerPathSample {
+	if r.status.Calibration == nil || ctx.Err() != nil {
+		return nil
+	}
+	windowStep("timer path")
+	tp, err := calib.TimerPath(ctx, 0)
+	if err != nil {
+		r.log.Info("Timer path not measured", "edge", edge, "variant", variant, "repetition", rep, "error", err.Error())
+		return nil
+	}
+	r.log.V(1).Info("Timer path", "edge", edge, "variant", variant, "repetition", rep,
+		"idleTimerNs", tp.IdleTimerNs, "busyTimerNs", tp.BusyTimerNs, "idleCPUIdle", tp.IdleCPUIdle, "durationNs", tp.DurationNs)
+	return tp
 }
 
 // window applies the knobs, creates the cgroups, starts the workload, waits
@@ -235,7 +262,8 @@ func (r *runner) window(ctx context.Context, settings []host.Setting, rep int) (
 // onWindowStep, when set (by tests), is told each step of a window as it
 // happens: "procs start" and "procs" before and after a reading of every
 // process's counters, "begin" and "end" when the workload's window opens
-// and closes.
+// and closes; "timer path" as a measurement of the timer path starts
+// (runner.timerPath, outside the window).
 var onWindowStep func(step string)
 
 func windowStep(step string) {
