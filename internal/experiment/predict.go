@@ -95,6 +95,13 @@ type PredictOptions struct {
 	// the periodic tasks' grids, against each other and the tick. None
 	// (older runs; Simulate mode): the simulator draws them.
 	GridPhases map[string][]map[string][]int64
+	// TimerShifts are, per variant name, how much later than the
+	// calibration window's each of the variant's measured windows met the
+	// node's timer path (WindowConditions, which lists them in the order of
+	// GridPhases): replica i takes shift i mod their number, moving the
+	// node's timer expiry and idle exit (shiftTimerPath). None (older runs;
+	// Simulate mode): every replica takes the calibration's constants.
+	TimerShifts map[string][]TimerShift
 }
 
 // DefaultReplicas is the number of seeds a prediction runs when
@@ -122,8 +129,9 @@ var simSlots = make(chan struct{}, runtime.GOMAXPROCS(0))
 // one goroutine each (the simulator is single-threaded and keeps no shared
 // state), and returns the results in seed order. With phases, replica i
 // runs with phases[i mod len(phases)] (per group name) as its groups'
-// GridPhasesNs.
-func runReplicas(in simengine.Input, n int, phases []map[string][]int64) ([]*simengine.Result, error) {
+// GridPhasesNs; with shifts, with its node's timer path moved by
+// shifts[i mod len(shifts)].
+func runReplicas(in simengine.Input, n int, phases []map[string][]int64, shifts []TimerShift) ([]*simengine.Result, error) {
 	out := make([]*simengine.Result, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
@@ -137,6 +145,9 @@ func runReplicas(in simengine.Input, n int, phases []map[string][]int64) ([]*sim
 			r.Seed = in.Seed + uint64(i)
 			if len(phases) > 0 {
 				r.Groups = withGridPhases(in.Groups, phases[i%len(phases)])
+			}
+			if len(shifts) > 0 {
+				r.Node.Constants = shiftTimerPath(in.Node.Constants, shifts[i%len(shifts)])
 			}
 			out[i], errs[i] = simengine.Run(r)
 		}(i)
@@ -471,7 +482,7 @@ func simulateVariant(spec *v1alpha1.SchedExperimentSpec, vi int, shape v1alpha1.
 		return nil, err
 	}
 	n := Replicas(spec, opts)
-	runs, err := runReplicas(in, n, opts.GridPhases[spec.Variants[vi].Name])
+	runs, err := runReplicas(in, n, opts.GridPhases[spec.Variants[vi].Name], opts.TimerShifts[spec.Variants[vi].Name])
 	if err != nil {
 		return nil, fmt.Errorf("simulating variant %q on %s: %w", spec.Variants[vi].Name, ShapeName(shape), err)
 	}

@@ -1,0 +1,171 @@
+package experiment
+
+import (
+	"github.com/schedlab/schedlab/api/v1alpha1"
+	"github.com/schedlab/schedlab/internal/simengine"
+)
+
+// TimerShift is how much later (negative: earlier) one measured window's
+// timer path was than the calibration window's, in the calibration's
+// constants.
+//
+// The calibration window (calib.Raw.Constants) derives the timer path's
+// two terms from two medians: a 1 ms sleep's lateness beside a SCHED_IDLE
+// spinner, BusyTimerLate = TimerExpiryNs + CtxSwitchNs, and on the idle
+// CPU, IdleTimerLate = TimerExpiryNs + IdleExitNs + CtxSwitchNs (the
+// calibration's timerLatenessNs). A window's edges measure the same two
+// medians (calib.TimerPath); the window's constants are what the
+// calibration would have derived with them, the rest of it as measured:
+// its timer expiry moves by the busy median's difference, its idle exit by
+// what the idle median moved beyond that. The context switch is measured
+// by the calibration's pipe ping-pong alone, which the edges do not run: it
+// stays, and what the busy path moved is counted as the timer's (in the
+// stored campaign's 54 calibration windows the slow phase raised the timer
+// expiry's median by 10-16 µs and the context switch's by 1.5-2). The
+// other constants follow no timer path or are differences of two timer
+// paths measured side by side (the process switch, the cold wake-up), or
+// the CPU time of a sleep (the timer arm): they stay.
+type TimerShift struct {
+	TimerExpiryNs, IdleExitNs int64
+}
+
+// minIdleCPUIdle: an edge whose idle sleeps' CPU was idle less than this
+// share of their time measured another CPU's path than an idle one's
+// (other work ran there, SCHED_IDLE work too, which the sleeper preempts
+// with no idle exit); its idle median is not used.
+const minIdleCPUIdle = 0.5
+
+// WindowConditions are, per variant name, what each measured window of
+// the nodes (one node's windows after another's) met on its node: its
+// grid phases (as WindowGridPhases) and its timer path against cal's
+// (windowTimerShift), for PredictOptions.GridPhases and
+// PredictOptions.TimerShifts, where replica i of a prediction takes entry
+// i mod their number of both, so that the seeds spread over the windows
+// as the measurement pools them.
+//
+// When no window recorded a timer path (runs of older agents, or without
+// a calibration window) or cal is nil, the phases are WindowGridPhases's
+// and there are no shifts: the prediction is the one made before windows
+// recorded their timer paths. Otherwise both lists have an entry for every
+// supported window of the variant, in the same order (a window without
+// phases lets the simulator draw them, one without a timer path moves
+// nothing). user, the constants the shape sets (nil for none), wins as it
+// does over the calibration's (userConstants): a timer expiry or idle exit
+// the user sets is not moved.
+func WindowConditions(cal *v1alpha1.NodeCalibration, user *v1alpha1.NodeConstants, nodes ...[]v1alpha1.WindowResult) (map[string][]map[string][]int64, map[string][]TimerShift) {
+	recorded := false
+	for _, ws := range nodes {
+		for i := range ws {
+			if ws[i].Unsupported == "" && ws[i].TimerPath != nil {
+				recorded = true
+			}
+		}
+	}
+	if !recorded || cal == nil {
+		return WindowGridPhases(nodes...), nil
+	}
+	phases := map[string][]map[string][]int64{}
+	shifts := map[string][]TimerShift{}
+	withPhases := map[string]bool{}
+	for _, ws := range nodes {
+		for i := range ws {
+			w := &ws[i]
+			if w.Unsupported != "" {
+				continue
+			}
+			var m map[string][]int64
+			for _, g := range w.Groups {
+				if len(g.GridPhasesNs) > 0 {
+					if m == nil {
+						m = map[string][]int64{}
+					}
+					m[g.Name] = g.GridPhasesNs
+				}
+			}
+			withPhases[w.Variant] = withPhases[w.Variant] || m != nil
+			phases[w.Variant] = append(phases[w.Variant], m)
+			s := windowTimerShift(cal, w.TimerPath)
+			if user != nil {
+				if user.TimerExpiryNs != 0 || len(user.TimerExpiryQuantilesNs) > 0 {
+					s.TimerExpiryNs = 0
+				}
+				if user.IdleExitNs != 0 || len(user.IdleExitQuantilesNs) > 0 {
+					s.IdleExitNs = 0
+				}
+			}
+			shifts[w.Variant] = append(shifts[w.Variant], s)
+		}
+	}
+	for v := range phases {
+		if !withPhases[v] {
+			delete(phases, v)
+		}
+	}
+	if len(phases) == 0 {
+		phases = nil
+	}
+	return phases, shifts
+}
+
+// windowTimerShift is one window's timer path against the calibration
+// window's (see TimerShift): the window's busy and idle medians are the
+// means of its two edges' (those measured; an edge's idle median only when
+// its CPU was idle, minIdleCPUIdle). Zero when either side lacks what it
+// takes.
+func windowTimerShift(cal *v1alpha1.NodeCalibration, tp *v1alpha1.WindowTimerPath) TimerShift {
+	k := cal.Constants
+	if tp == nil || k.TimerExpiryNs <= 0 || k.CtxSwitchNs <= 0 {
+		return TimerShift{}
+	}
+	var busy, idle []int64
+	for _, s := range []*v1alpha1.TimerPathSample{tp.Before, tp.After} {
+		if s == nil || s.BusyTimerNs <= 0 {
+			continue
+		}
+		busy = append(busy, s.BusyTimerNs)
+		if s.IdleTimerNs > 0 && (s.IdleCPUIdle == nil || *s.IdleCPUIdle >= minIdleCPUIdle) {
+			idle = append(idle, s.IdleTimerNs)
+		}
+	}
+	if len(busy) == 0 {
+		return TimerShift{}
+	}
+	mean := func(xs []int64) int64 {
+		var s int64
+		for _, x := range xs {
+			s += x
+		}
+		return s / int64(len(xs))
+	}
+	out := TimerShift{TimerExpiryNs: mean(busy) - (k.TimerExpiryNs + k.CtxSwitchNs)}
+	if len(idle) > 0 && cal.TimerLatenessNs > 0 {
+		out.IdleExitNs = (mean(idle) - cal.TimerLatenessNs) - out.TimerExpiryNs
+	}
+	return out
+}
+
+// shiftTimerPath is c with its timer expiry and idle exit moved by s,
+// each figure and its quantiles alike (the simulator draws from the
+// quantiles when they are there), at least 1 ns each. A constant left at
+// the simulator's default (0, no quantiles) stays: there is no measured
+// path to move.
+func shiftTimerPath(c simengine.Constants, s TimerShift) simengine.Constants {
+	move := func(v *int64, q *[]int64, d int64) {
+		if d == 0 {
+			return
+		}
+		if *v != 0 {
+			*v = max(*v+d, 1)
+		}
+		if len(*q) > 0 {
+			moved := make([]int64, len(*q))
+			for i, x := range *q {
+				moved[i] = max(x+d, 1)
+			}
+			*q = moved
+		}
+	}
+	move(&c.TimerExpiryNs, &c.TimerExpiryQuantilesNs, s.TimerExpiryNs)
+	move(&c.IdleExitNs, &c.IdleExitQuantilesNs, s.IdleExitNs)
+	return c
+}

@@ -1,0 +1,180 @@
+package experiment
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/schedlab/schedlab/api/v1alpha1"
+	"github.com/schedlab/schedlab/internal/simengine"
+)
+
+func f64(v float64) *float64 { return &v }
+
+// testCal is a calibration window of the development VM's fast phase
+// (the stored campaign's r4/probe-hogs, rounded): idle path 44 µs, busy
+// path 18.4 + 6.0 = 24.4 µs.
+func testCal() *v1alpha1.NodeCalibration {
+	return &v1alpha1.NodeCalibration{
+		TimerLatenessNs: 44_000,
+		Constants: v1alpha1.NodeConstants{
+			TimerExpiryNs: 18_400, IdleExitNs: 19_600, CtxSwitchNs: 6_000,
+			TimerExpiryQuantilesNs: []int64{18_100, 18_400, 18_700, 19_200, 19_400, 19_800, 35_200},
+			IdleExitQuantilesNs:    []int64{16_900, 18_600, 19_600, 20_600, 25_300, 29_000, 33_000},
+			CtxSwitchQuantilesNs:   []int64{4_200, 4_200, 6_000, 6_900, 7_000, 7_200, 8_000},
+		},
+	}
+}
+
+// A window's shift is its edges' medians against the calibration
+// window's, in the calibration's terms: the busy path's difference is the
+// timer expiry's, what the idle path moved beyond it the idle exit's; an
+// edge whose idle CPU was busy gives no idle median; the user's constants
+// are not moved; runs without timer paths keep WindowGridPhases's phases
+// and no shifts.
+func TestWindowConditions(t *testing.T) {
+	cal := testCal()
+	slow := &v1alpha1.WindowTimerPath{
+		Before: &v1alpha1.TimerPathSample{IdleTimerNs: 74_000, BusyTimerNs: 39_400, Samples: 150, IdleCPUIdle: f64(0.92)},
+		After:  &v1alpha1.TimerPathSample{IdleTimerNs: 70_000, BusyTimerNs: 37_400, Samples: 150, IdleCPUIdle: f64(0.93)},
+	}
+	busyIdleCPU := &v1alpha1.WindowTimerPath{
+		Before: &v1alpha1.TimerPathSample{IdleTimerNs: 30_000, BusyTimerNs: 24_400, Samples: 150, IdleCPUIdle: f64(0.1)},
+	}
+	probe := func(ph int64) []v1alpha1.GroupMeasurement {
+		return []v1alpha1.GroupMeasurement{{Name: "hogs"}, {Name: "probe", GridPhasesNs: []int64{ph}}}
+	}
+	ws := []v1alpha1.WindowResult{
+		{Variant: "on", Groups: probe(5), TimerPath: slow},
+		{Variant: "off", Groups: probe(6), TimerPath: busyIdleCPU},
+		{Variant: "x", Unsupported: "no knob", TimerPath: slow},
+		{Variant: "on", Groups: probe(7)}, // no timer path: nothing moves
+		{Variant: "hogs", Groups: []v1alpha1.GroupMeasurement{{Name: "hogs"}}, TimerPath: slow},
+	}
+	phases, shifts := WindowConditions(cal, nil, ws)
+	wantPhases := map[string][]map[string][]int64{
+		"on":  {{"probe": {5}}, {"probe": {7}}},
+		"off": {{"probe": {6}}},
+	}
+	// on/0: busy 38.4 against 24.4 µs, +14.0; idle 72.0 against 44.0,
+	// +28.0, of which 14.0 beyond the timer's.
+	wantShifts := map[string][]TimerShift{
+		"on":   {{TimerExpiryNs: 14_000, IdleExitNs: 14_000}, {}},
+		"off":  {{}},
+		"hogs": {{TimerExpiryNs: 14_000, IdleExitNs: 14_000}},
+	}
+	if d := cmp.Diff(wantPhases, phases); d != "" {
+		t.Errorf("phases (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff(wantShifts, shifts); d != "" {
+		t.Errorf("shifts (-want +got):\n%s", d)
+	}
+
+	_, shifts = WindowConditions(cal, &v1alpha1.NodeConstants{TimerExpiryNs: 20_000}, ws[:1])
+	if d := cmp.Diff(map[string][]TimerShift{"on": {{IdleExitNs: 14_000}}}, shifts); d != "" {
+		t.Errorf("a user's timer expiry: shifts (-want +got):\n%s", d)
+	}
+
+	old := []v1alpha1.WindowResult{ws[3], {Variant: "off", Groups: probe(6)}}
+	phases, shifts = WindowConditions(cal, nil, old)
+	if d := cmp.Diff(WindowGridPhases(old), phases); d != "" || shifts != nil {
+		t.Errorf("windows without timer paths: phases differ from WindowGridPhases's (-want +got):\n%s\nshifts %v, want none", d, shifts)
+	}
+	if _, shifts = WindowConditions(nil, nil, ws); shifts != nil {
+		t.Errorf("no calibration: shifts %v, want none", shifts)
+	}
+}
+
+// The shift moves a figure and its quantiles alike, never below 1 ns,
+// and leaves a default (0) where it is.
+func TestShiftTimerPath(t *testing.T) {
+	c := simengine.Constants{TimerExpiryNs: 18_000, TimerExpiryQuantilesNs: []int64{5_000, 18_000, 30_000}, IdleExitNs: 0, CtxSwitchNs: 6_000}
+	got := shiftTimerPath(c, TimerShift{TimerExpiryNs: -10_000, IdleExitNs: 5_000})
+	want := simengine.Constants{TimerExpiryNs: 8_000, TimerExpiryQuantilesNs: []int64{1, 8_000, 20_000}, IdleExitNs: 0, CtxSwitchNs: 6_000}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("shifted (-want +got):\n%s", d)
+	}
+	if c.TimerExpiryQuantilesNs[0] != 5_000 {
+		t.Errorf("the shift changed its input's quantiles: %v", c.TimerExpiryQuantilesNs)
+	}
+}
+
+// With the same calibration, a window that met a slow timer path (the
+// development VM's slow phase: the busy path 14 µs later, the idle path
+// 28 µs) is predicted later than one that met the calibration's: the
+// probe beside six hogs wakes later at the median and more of its
+// wake-ups are beyond 100 µs.
+func TestPredictSlowTimerPathLaterTail(t *testing.T) {
+	exp := mustParse(t, `
+apiVersion: schedlab.io/v1alpha1
+kind: SchedExperiment
+metadata: {name: t}
+spec:
+  mode: Simulate
+  duration: 3s
+  warmup: 500ms
+  variants: [{name: autogroup-on, knobs: {autogroup: Enabled}}]
+  workload:
+    groups:
+    - {name: hogs, session: batch, tasks: 6, pattern: {type: Hog}}
+    - {name: probe, session: terminal, pattern: {type: LatencyProbe, interval: 1ms}}
+  simulation: {replicas: 4, nodes: [{cpus: 2, hz: 250, kernel: "6.18.44"}]}
+`)
+	cal := testCal()
+	predict := func(tp *v1alpha1.WindowTimerPath) *v1alpha1.Metrics {
+		t.Helper()
+		phases, shifts := WindowConditions(cal, nil, []v1alpha1.WindowResult{{Variant: "autogroup-on", Groups: []v1alpha1.GroupMeasurement{{Name: "probe"}}, TimerPath: tp}})
+		shape, opts := WithNodeCalibration(exp.Spec.Simulation.Nodes[0], cal, PredictOptions{GridPhases: phases, TimerShifts: shifts})
+		preds, err := Predict(&exp.Spec, []v1alpha1.NodeShape{shape}, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range preds {
+			if preds[i].Group == "probe" {
+				return &preds[i].Metrics
+			}
+		}
+		t.Fatal("no prediction for the probe")
+		return nil
+	}
+	edge := func(idle, busy int64) *v1alpha1.TimerPathSample {
+		return &v1alpha1.TimerPathSample{IdleTimerNs: idle, BusyTimerNs: busy, Samples: 150, IdleCPUIdle: f64(0.93)}
+	}
+	fast := predict(&v1alpha1.WindowTimerPath{Before: edge(44_000, 24_400), After: edge(44_000, 24_400)})
+	slow := predict(&v1alpha1.WindowTimerPath{Before: edge(72_000, 38_400), After: edge(72_000, 38_400)})
+	t.Logf("probe, fast timer path: p50 %.1f µs, p99 %.1f µs, beyond 100 µs %.4f; slow: p50 %.1f µs, p99 %.1f µs, beyond 100 µs %.4f",
+		fast.WakeupLatencyUs.P50, fast.WakeupLatencyUs.P99, fast.LateFraction.Over100us,
+		slow.WakeupLatencyUs.P50, slow.WakeupLatencyUs.P99, slow.LateFraction.Over100us)
+	if d := slow.WakeupLatencyUs.P50 - fast.WakeupLatencyUs.P50; d < 7 {
+		t.Errorf("p50 %.1f µs slow against %.1f fast: want the slow path's at least half its 14 µs later", slow.WakeupLatencyUs.P50, fast.WakeupLatencyUs.P50)
+	}
+	if slow.LateFraction.Over100us <= fast.LateFraction.Over100us {
+		t.Errorf("beyond 100 µs %.4f slow against %.4f fast: want more with the slow path", slow.LateFraction.Over100us, fast.LateFraction.Over100us)
+	}
+}
+
+// A stored run of the fourteenth session's campaign, measured before the
+// agent recorded timer paths, is predicted as it was: WindowConditions
+// gives it WindowGridPhases's phases and no shifts.
+func TestStoredRunPredictedAsBefore(t *testing.T) {
+	p := filepath.Join("..", "simengine", "testdata", "validation", "runs", "2026-12-07-1624", "r1", "probe-hogs", "noderun.json")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st v1alpha1.NodeRunStatus
+	if err := json.NewDecoder(bytes.NewReader(b)).Decode(&st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Calibration == nil || len(st.Windows) == 0 {
+		t.Fatalf("%s: no calibration or windows", p)
+	}
+	phases, shifts := WindowConditions(st.Calibration, nil, st.Windows)
+	if d := cmp.Diff(WindowGridPhases(st.Windows), phases); d != "" || shifts != nil {
+		t.Errorf("stored run: phases differ from WindowGridPhases's (-want +got):\n%s\nshifts %v, want none", d, shifts)
+	}
+}
