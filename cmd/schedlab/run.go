@@ -169,7 +169,8 @@ func run(ctx context.Context, stdout, stderr io.Writer, f *runFlags, args []stri
 		printForeignCgroups(stderr, st.Windows)
 		cal := experiment.WithWindowNoise(st.Calibration, st.Windows, cpus)
 		popts.Foreign = experiment.ForeignTasks(cpus, spec.Duration.Duration, st.Windows)
-		popts.GridPhases = experiment.WindowGridPhases(st.Windows)
+		popts.GridPhases, popts.TimerShifts = experiment.WindowConditions(st.Calibration, nil, st.Windows)
+		printTimerPaths(stderr, st.Calibration, st.Windows, popts.TimerShifts)
 		if n, cpu := experiment.ForeignSummary(popts.Foreign); n > 0 {
 			fmt.Fprintf(stderr, "predictions run %d threads of other processes beside the workload (%.3f CPUs, the windows' mean per variant)\n", n, cpu)
 		}
@@ -593,4 +594,34 @@ func loadNodeRun(path string, spec *v1alpha1.SchedExperimentSpec) (*v1alpha1.Nod
 		}
 	}
 	return &st, nil
+}
+
+// printTimerPaths shows, per window that recorded it, the node's timer path
+// at the window's edges against the calibration window's, and what the
+// prediction moves the timer expiry and idle exit by for it.
+func printTimerPaths(w io.Writer, cal *v1alpha1.NodeCalibration, windows []v1alpha1.WindowResult, shifts map[string][]experiment.TimerShift) {
+	if cal == nil || shifts == nil {
+		return
+	}
+	fmt.Fprintf(w, "calibration window: timer path idle %.1f µs, busy %.1f µs\n", us(cal.TimerLatenessNs), us(cal.Constants.TimerExpiryNs+cal.Constants.CtxSwitchNs))
+	edge := func(s *v1alpha1.TimerPathSample) string {
+		if s == nil {
+			return "-"
+		}
+		return fmt.Sprintf("idle %.1f µs, busy %.1f µs", us(s.IdleTimerNs), us(s.BusyTimerNs))
+	}
+	next := map[string]int{}
+	for _, win := range windows {
+		if win.Unsupported != "" {
+			continue
+		}
+		i := next[win.Variant]
+		next[win.Variant]++
+		if win.TimerPath == nil || i >= len(shifts[win.Variant]) {
+			continue
+		}
+		s := shifts[win.Variant][i]
+		fmt.Fprintf(w, "variant %s, repetition %d: timer path before %s; after %s; predicted with the timer expiry %+.1f µs, the idle exit %+.1f µs\n",
+			win.Variant, win.Repetition, edge(win.TimerPath.Before), edge(win.TimerPath.After), us(s.TimerExpiryNs), us(s.IdleExitNs))
+	}
 }

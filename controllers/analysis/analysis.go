@@ -73,7 +73,9 @@ func (a Analyzer) Analyze(ctx context.Context, in controllers.AnalyzeInput) (*co
 		cal, _ := experiment.ShapeCalibration(cals[experiment.ShapeName(shape)], windows[experiment.ShapeName(shape)])
 		s, o := experiment.WithNodeCalibration(shape, cal, opts)
 		o.Foreign = experiment.ForeignTasks(shape.CPUs, sp.Duration.Duration, windows[experiment.ShapeName(shape)]...)
-		o.GridPhases = experiment.WindowGridPhases(windows[experiment.ShapeName(shape)]...)
+		// Each measured window is predicted with the grid phases and the
+		// timer path it met (its replicas' share of the seeds).
+		o.GridPhases, o.TimerShifts = experiment.WindowConditions(cal, shape.Constants, windows[experiment.ShapeName(shape)]...)
 		p, err := experiment.Predict(sp, []v1alpha1.NodeShape{s}, o)
 		if err != nil {
 			return nil, err
