@@ -157,24 +157,33 @@ spec:
 	}
 }
 
-// A stored run of the fourteenth session's campaign, measured before the
-// agent recorded timer paths, is predicted as it was: WindowConditions
-// gives it WindowGridPhases's phases and no shifts.
-func TestStoredRunPredictedAsBefore(t *testing.T) {
-	p := filepath.Join("..", "simengine", "testdata", "validation", "runs", "2026-12-07-1624", "r1", "probe-hogs", "noderun.json")
-	b, err := os.ReadFile(p)
+// The stored runs of the fourteenth session's campaign, measured before
+// the agent recorded timer paths, are predicted as they were:
+// WindowConditions gives each WindowGridPhases's phases and no shifts.
+func TestStoredRunsPredictedAsBefore(t *testing.T) {
+	root := filepath.Join("..", "simengine", "testdata", "validation", "runs", "2026-12-07-1624")
+	runs, err := filepath.Glob(filepath.Join(root, "r*", "*", "noderun.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var st v1alpha1.NodeRunStatus
-	if err := json.NewDecoder(bytes.NewReader(b)).Decode(&st); err != nil {
-		t.Fatal(err)
+	if len(runs) < 50 {
+		t.Fatalf("%d stored runs under %s, want the campaign's 54", len(runs), root)
 	}
-	if st.Calibration == nil || len(st.Windows) == 0 {
-		t.Fatalf("%s: no calibration or windows", p)
-	}
-	phases, shifts := WindowConditions(st.Calibration, nil, st.Windows)
-	if d := cmp.Diff(WindowGridPhases(st.Windows), phases); d != "" || shifts != nil {
-		t.Errorf("stored run: phases differ from WindowGridPhases's (-want +got):\n%s\nshifts %v, want none", d, shifts)
+	for _, p := range runs {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st v1alpha1.NodeRunStatus
+		if err := json.NewDecoder(bytes.NewReader(b)).Decode(&st); err != nil {
+			t.Fatal(err)
+		}
+		if st.Calibration == nil || len(st.Windows) == 0 {
+			t.Fatalf("%s: no calibration or windows", p)
+		}
+		phases, shifts := WindowConditions(st.Calibration, nil, st.Windows)
+		if d := cmp.Diff(WindowGridPhases(st.Windows), phases); d != "" || shifts != nil {
+			t.Errorf("%s: phases differ from WindowGridPhases's (-want +got):\n%s\nshifts %v, want none", p, d, shifts)
+		}
 	}
 }
