@@ -16,6 +16,9 @@
 // one, or the last two), with 1 ns of timer slack, and takes medians, so a
 // few disturbed samples do not move it.
 //
+// TimerPath measures the timer path alone (the window's idle and busy
+// timer sleeps), which the agent repeats at each measured window's edges.
+//
 // Imports: the API types, the simulator's constants and package workload
 // (the spinner processes are Hog workers). Start at MeasureRaw.
 package calib
