@@ -472,18 +472,34 @@ type WindowTimerPath struct {
 // many beside a SCHED_IDLE spinner thread of the agent (every wake-up
 // preempts it at once, with no idle exit).
 type TimerPathSample struct {
-	// idleTimerNs is the median lateness of the sleeps on the idle CPU
-	// (timer expiry, idle exit and context switch), as the calibration's
-	// timerLatenessNs.
+	// idleTimerNs is the median lateness of the quiet sleeps on the idle
+	// CPU (timer expiry, idle exit and context switch; quiet: woken, the
+	// sleeper waited at most 20 µs on the runqueue), of all of them when
+	// fewer than a fifth were quiet, as the calibration window's quantiles
+	// are taken: the median of constants.timerExpiryQuantilesNs,
+	// ctxSwitchQuantilesNs and idleExitQuantilesNs together.
 	// +required
 	// +kubebuilder:validation:Minimum=0
 	IdleTimerNs int64 `json:"idleTimerNs"`
-	// busyTimerNs is the median lateness of the sleeps beside the spinner
-	// (timer expiry and context switch), as the calibration window's
-	// constants.timerExpiryNs + constants.ctxSwitchNs.
+	// busyTimerNs is the median lateness of the quiet sleeps beside the
+	// spinner (timer expiry and context switch; quiet: the CPU's time went
+	// to the sleeper and the spinner but for 50 µs of the sleep, so no
+	// other process's work is in it), of all when fewer than a fifth were
+	// quiet: the median of the calibration window's
+	// constants.timerExpiryQuantilesNs and ctxSwitchQuantilesNs together.
 	// +required
 	// +kubebuilder:validation:Minimum=0
 	BusyTimerNs int64 `json:"busyTimerNs"`
+	// idleQuiet is the fraction of the idle sleeps that were quiet.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1
+	IdleQuiet *float64 `json:"idleQuiet,omitempty"`
+	// busyQuiet is the fraction of the busy sleeps that were quiet.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1
+	BusyQuiet *float64 `json:"busyQuiet,omitempty"`
 	// samples is the number of sleeps of each kind.
 	// +required
 	// +kubebuilder:validation:Minimum=1

@@ -366,10 +366,12 @@ func (r Raw) Calibration(noiseCPU float64) *v1alpha1.NodeCalibration {
 }
 
 // timerPathSample is what a window's edge records of TimerPath's figures.
-func timerPathSample(idle, busy int64, n int, idleFrac float64, wallNs int64) *v1alpha1.TimerPathSample {
+func timerPathSample(idle, busy int64, idleQuiet, busyQuiet float64, n int, idleFrac float64, wallNs int64) *v1alpha1.TimerPathSample {
+	frac := func(f float64) *float64 { return ptr.To(math.Round(min(max(f, 0), 1)*1000) / 1000) }
 	return &v1alpha1.TimerPathSample{
 		IdleTimerNs: max(idle, 0), BusyTimerNs: max(busy, 0), Samples: int32(min(n, 100_000)),
-		IdleCPUIdle: ptr.To(math.Round(idleFrac*1000) / 1000), DurationNs: max(wallNs, 0),
+		IdleQuiet: frac(idleQuiet), BusyQuiet: frac(busyQuiet),
+		IdleCPUIdle: frac(idleFrac), DurationNs: max(wallNs, 0),
 	}
 }
 

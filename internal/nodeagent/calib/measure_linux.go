@@ -115,7 +115,12 @@ func MeasureRaw(ctx context.Context, opts Options) (Raw, float64, error) {
 // 2n ms in all), on the CPU and with the sleeps of the calibration window's
 // first two steps (MeasureRaw), so that its figures read against the
 // window's: the agent measures it at each measured window's edges, where a
-// host's timer path that moved since the calibration window shows.
+// host's timer path that moved since the calibration window shows. Its
+// figures are the medians of the quiet sleeps (timerSleeps), as the
+// window's quantiles are taken: other processes' work on the CPU, more
+// frequent between windows than in the calibration window on a shared
+// node, is then not in them (beside another process a wake-up pays the
+// switch of address space too, see busyTimerLateness).
 func TimerPath(ctx context.Context, n int) (*v1alpha1.TimerPathSample, error) {
 	if n <= 0 {
 		n = 150
@@ -126,7 +131,7 @@ func TimerPath(ctx context.Context, n int) (*v1alpha1.TimerPathSample, error) {
 	}
 	last := cpus[len(cpus)-1]
 	t0 := now()
-	idle, _, _, _, idleFrac, err := idleTimerLateness(last, n)
+	_, idleQ, _, idleQuiet, idleFrac, err := idleTimerLateness(last, n)
 	if err != nil {
 		return nil, fmt.Errorf("timer path: %w", err)
 	}
@@ -137,8 +142,19 @@ func TimerPath(ctx context.Context, n int) (*v1alpha1.TimerPathSample, error) {
 	if err != nil {
 		return nil, fmt.Errorf("timer path: %w", err)
 	}
-	busy, _, _ := b.thread.summary()
-	return timerPathSample(idle, busy, n, idleFrac, now()-t0), nil
+	_, busyQ, busyQuiet := b.thread.summary()
+	return timerPathSample(quantileMedian(idleQ), quantileMedian(busyQ), idleQuiet, busyQuiet, n, idleFrac, now()-t0), nil
+}
+
+// quantileMedian is the 50 % level of quantiles at
+// simengine.QuantileLevels (0 without them).
+func quantileMedian(q []int64) int64 {
+	for i, l := range simengine.QuantileLevels {
+		if l == 0.5 && i < len(q) {
+			return q[i]
+		}
+	}
+	return 0
 }
 
 // idleTimerLateness is timerLateness on cpu with the fraction of its wall
