@@ -108,10 +108,10 @@ func WindowConditions(cal *v1alpha1.NodeCalibration, user *v1alpha1.NodeConstant
 }
 
 // windowTimerShift is one window's timer path against the calibration
-// window's (see TimerShift): the window's busy and idle medians are the
-// means of its two edges' (those measured; an edge's idle median only when
-// its CPU was idle, minIdleCPUIdle). Zero when either side lacks what it
-// takes.
+// window's (see TimerShift and calibrationTimerPath): the window's busy and
+// idle medians are the means of its two edges' (those measured; an edge's
+// idle median only when its CPU was idle, minIdleCPUIdle). Zero when either
+// side lacks what it takes.
 func windowTimerShift(cal *v1alpha1.NodeCalibration, tp *v1alpha1.WindowTimerPath) TimerShift {
 	k := cal.Constants
 	if tp == nil || k.TimerExpiryNs <= 0 || k.CtxSwitchNs <= 0 {
@@ -137,11 +137,42 @@ func windowTimerShift(cal *v1alpha1.NodeCalibration, tp *v1alpha1.WindowTimerPat
 		}
 		return s / int64(len(xs))
 	}
-	out := TimerShift{TimerExpiryNs: mean(busy) - (k.TimerExpiryNs + k.CtxSwitchNs)}
-	if len(idle) > 0 && cal.TimerLatenessNs > 0 {
-		out.IdleExitNs = (mean(idle) - cal.TimerLatenessNs) - out.TimerExpiryNs
+	calBusy, calIdle := calibrationTimerPath(cal)
+	out := TimerShift{TimerExpiryNs: mean(busy) - calBusy}
+	if len(idle) > 0 && calIdle > 0 {
+		out.IdleExitNs = (mean(idle) - calIdle) - out.TimerExpiryNs
 	}
 	return out
+}
+
+// calibrationTimerPath is the calibration window's busy and idle timer
+// paths as a window's edges measure theirs (TimerPathSample): the median
+// of its quiet sleeps, which is the 50 % level of its quantiles (the
+// simulator draws a wake-up's path from those): timer expiry and context
+// switch, and with the idle exit. A calibration without quantiles gives
+// its medians of all sleeps (timerExpiryNs + ctxSwitchNs, and
+// timerLatenessNs); idle 0 when neither is there.
+func calibrationTimerPath(cal *v1alpha1.NodeCalibration) (busy, idle int64) {
+	k := cal.Constants
+	level := func(q []int64) (int64, bool) {
+		for i, l := range simengine.QuantileLevels {
+			if l == 0.5 && len(q) == len(simengine.QuantileLevels) {
+				return q[i], true
+			}
+		}
+		return 0, false
+	}
+	busy, idle = k.TimerExpiryNs+k.CtxSwitchNs, cal.TimerLatenessNs
+	t, okT := level(k.TimerExpiryQuantilesNs)
+	c, okC := level(k.CtxSwitchQuantilesNs)
+	if !okT || !okC {
+		return busy, idle
+	}
+	busy = t + c
+	if e, ok := level(k.IdleExitQuantilesNs); ok {
+		return busy, busy + e
+	}
+	return busy, 0
 }
 
 // shiftTimerPath is c with its timer expiry and idle exit moved by s,

@@ -17,13 +17,14 @@ func f64(v float64) *float64 { return &v }
 
 // testCal is a calibration window of the development VM's fast phase
 // (the stored campaign's r4/probe-hogs, rounded): idle path 44 µs, busy
-// path 18.4 + 6.0 = 24.4 µs.
+// path 18.4 + 6.0 = 24.4 µs, at the median and at the quantiles' 50 %
+// level alike.
 func testCal() *v1alpha1.NodeCalibration {
 	return &v1alpha1.NodeCalibration{
 		TimerLatenessNs: 44_000,
 		Constants: v1alpha1.NodeConstants{
 			TimerExpiryNs: 18_400, IdleExitNs: 19_600, CtxSwitchNs: 6_000,
-			TimerExpiryQuantilesNs: []int64{18_100, 18_400, 18_700, 19_200, 19_400, 19_800, 35_200},
+			TimerExpiryQuantilesNs: []int64{18_100, 18_300, 18_400, 19_200, 19_400, 19_800, 35_200},
 			IdleExitQuantilesNs:    []int64{16_900, 18_600, 19_600, 20_600, 25_300, 29_000, 33_000},
 			CtxSwitchQuantilesNs:   []int64{4_200, 4_200, 6_000, 6_900, 7_000, 7_200, 8_000},
 		},
@@ -185,5 +186,21 @@ func TestStoredRunsPredictedAsBefore(t *testing.T) {
 		if d := cmp.Diff(WindowGridPhases(st.Windows), phases); d != "" || shifts != nil {
 			t.Errorf("%s: phases differ from WindowGridPhases's (-want +got):\n%s\nshifts %v, want none", p, d, shifts)
 		}
+	}
+}
+
+// The calibration's timer path as an edge measures it: the quantiles'
+// 50 % level when the calibration has them (the simulator draws from
+// those), its medians otherwise.
+func TestCalibrationTimerPath(t *testing.T) {
+	cal := testCal()
+	cal.Constants.TimerExpiryQuantilesNs[2] = 20_000
+	if busy, idle := calibrationTimerPath(cal); busy != 26_000 || idle != 45_600 {
+		t.Errorf("with quantiles: busy %d, idle %d ns, want 20000+6000 and that +19600", busy, idle)
+	}
+	k := &cal.Constants
+	k.TimerExpiryQuantilesNs, k.IdleExitQuantilesNs, k.CtxSwitchQuantilesNs = nil, nil, nil
+	if busy, idle := calibrationTimerPath(cal); busy != 24_400 || idle != 44_000 {
+		t.Errorf("without quantiles: busy %d, idle %d ns, want 18400+6000 and timerLatenessNs 44000", busy, idle)
 	}
 }
