@@ -475,17 +475,18 @@ type TimerPathSample struct {
 	// idleTimerNs is the median lateness of the quiet sleeps on the idle
 	// CPU (timer expiry, idle exit and context switch; quiet: woken, the
 	// sleeper waited at most 20 µs on the runqueue), of all of them when
-	// fewer than a fifth were quiet, as the calibration window's quantiles
-	// are taken: the median of constants.timerExpiryQuantilesNs,
-	// ctxSwitchQuantilesNs and idleExitQuantilesNs together.
+	// fewer than a tenth were quiet; the calibration window's counterpart
+	// is the median of constants.timerExpiryQuantilesNs,
+	// ctxSwitchQuantilesNs and idleExitQuantilesNs together (its quantiles
+	// are of the quiet sleeps).
 	// +required
 	// +kubebuilder:validation:Minimum=0
 	IdleTimerNs int64 `json:"idleTimerNs"`
 	// busyTimerNs is the median lateness of the quiet sleeps beside the
 	// spinner (timer expiry and context switch; quiet: the CPU's time went
 	// to the sleeper and the spinner but for 50 µs of the sleep, so no
-	// other process's work is in it), of all when fewer than a fifth were
-	// quiet: the median of the calibration window's
+	// other process's work is in it), of all when fewer than a tenth were
+	// quiet; the calibration window's counterpart is the median of its
 	// constants.timerExpiryQuantilesNs and ctxSwitchQuantilesNs together.
 	// +required
 	// +kubebuilder:validation:Minimum=0
@@ -495,7 +496,9 @@ type TimerPathSample struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=1
 	IdleQuiet *float64 `json:"idleQuiet,omitempty"`
-	// busyQuiet is the fraction of the busy sleeps that were quiet.
+	// busyQuiet is the fraction of the busy sleeps that were quiet; below
+	// a tenth busyTimerNs is of all of them, other processes' work on the
+	// CPU included, and the prediction does not use it.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=1

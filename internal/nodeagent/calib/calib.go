@@ -110,7 +110,7 @@ type Raw struct {
 	// The same four paths' quantiles at simengine.QuantileLevels (nil
 	// when not measured).
 	// IdleTimerQ and BusyTimerQ are of the quiet sleeps (see
-	// timerLateness), IdleQuiet and BusyQuiet their fractions.
+	// timerSleeps), IdleQuiet and BusyQuiet their fractions.
 	IdleTimerQ, BusyTimerQ, LocalWakeQ, RemoteWakeQ []int64
 	IdleQuiet, BusyQuiet                            float64
 

@@ -47,9 +47,14 @@ func MeasureRaw(ctx context.Context, opts Options) (Raw, float64, error) {
 	}
 	last := cpus[len(cpus)-1]
 	steps := []func() error{
-		func() (err error) {
-			r.IdleTimerLate, r.IdleTimerQ, r.TimerCPU, r.IdleQuiet, r.IdleCPUIdle, err = idleTimerLateness(last, o.Sleeps)
-			return err
+		func() error {
+			s, idleFrac, err := idleTimerSleeps(last, o.Sleeps)
+			if err != nil {
+				return err
+			}
+			r.IdleTimerLate, r.IdleTimerQ, r.IdleQuiet = s.summary()
+			r.TimerCPU, r.IdleCPUIdle = s.cpuPer, idleFrac
+			return nil
 		},
 		func() error {
 			b, err := busyTimerLateness(ctx, last, o.Sleeps, o.WorkerBinary)
@@ -115,12 +120,18 @@ func MeasureRaw(ctx context.Context, opts Options) (Raw, float64, error) {
 // 2n ms in all), on the CPU and with the sleeps of the calibration window's
 // first two steps (MeasureRaw), so that its figures read against the
 // window's: the agent measures it at each measured window's edges, where a
-// host's timer path that moved since the calibration window shows. Its
-// figures are the medians of the quiet sleeps (timerSleeps), as the
-// window's quantiles are taken: other processes' work on the CPU, more
-// frequent between windows than in the calibration window on a shared
-// node, is then not in them (beside another process a wake-up pays the
-// switch of address space too, see busyTimerLateness).
+// host's timer path that moved since the calibration window shows.
+//
+// Its figures are the medians of the quiet sleeps (timerSleeps), as the
+// window's quantiles are taken, when at least a tenth of them were quiet
+// (of all otherwise, and the quiet fraction says so). Between windows on a
+// shared node other processes' work, held off the CPUs while the workload
+// ran, often takes the measuring CPU: on the development VM
+// (2026-12-07 19:27-19:30, load 4-9) the edges' idle sleeps found their
+// CPU idle 0-31 % of the time in 14 of 16 edges, and where fewer than a
+// fifth of the busy sleeps were quiet their median was 29-31 µs against
+// 22-24 µs where nearly all were: beside another process a wake-up pays
+// the switch of address space and waits for its kernel paths.
 func TimerPath(ctx context.Context, n int) (*v1alpha1.TimerPathSample, error) {
 	if n <= 0 {
 		n = 150
@@ -131,7 +142,7 @@ func TimerPath(ctx context.Context, n int) (*v1alpha1.TimerPathSample, error) {
 	}
 	last := cpus[len(cpus)-1]
 	t0 := now()
-	_, idleQ, _, idleQuiet, idleFrac, err := idleTimerLateness(last, n)
+	idle, idleFrac, err := idleTimerSleeps(last, n)
 	if err != nil {
 		return nil, fmt.Errorf("timer path: %w", err)
 	}
@@ -142,37 +153,42 @@ func TimerPath(ctx context.Context, n int) (*v1alpha1.TimerPathSample, error) {
 	if err != nil {
 		return nil, fmt.Errorf("timer path: %w", err)
 	}
-	_, busyQ, busyQuiet := b.thread.summary()
-	return timerPathSample(quantileMedian(idleQ), quantileMedian(busyQ), idleQuiet, busyQuiet, n, idleFrac, now()-t0), nil
+	idleLate, idleQuiet := idle.quietMedian()
+	busyLate, busyQuiet := b.thread.quietMedian()
+	return timerPathSample(idleLate, busyLate, idleQuiet, busyQuiet, n, idleFrac, now()-t0), nil
 }
 
-// quantileMedian is the 50 % level of quantiles at
-// simengine.QuantileLevels (0 without them).
-func quantileMedian(q []int64) int64 {
-	for i, l := range simengine.QuantileLevels {
-		if l == 0.5 && i < len(q) {
-			return q[i]
-		}
+// quietMedian is the median lateness of the quiet sleeps when at least a
+// tenth of the sleeps were quiet, of all of them otherwise, and the quiet
+// fraction.
+func (t timerSamples) quietMedian() (late int64, quiet float64) {
+	if len(t.all) == 0 {
+		return 0, 0
 	}
-	return 0
+	quiet = float64(len(t.quiet)) / float64(len(t.all))
+	if len(t.quiet) > 0 && 10*len(t.quiet) >= len(t.all) {
+		return median(slices.Clone(t.quiet)), quiet
+	}
+	return median(slices.Clone(t.all)), quiet
 }
 
-// idleTimerLateness is timerLateness on cpu with the fraction of its wall
-// time cpu spent idle (/proc/stat) meanwhile.
-func idleTimerLateness(cpu, n int) (late int64, q []int64, cpuPer int64, quiet, idleFrac float64, err error) {
+// idleTimerSleeps is timerSleeps on an otherwise idle cpu (no spinner)
+// with the fraction of its wall time cpu spent idle (/proc/stat)
+// meanwhile.
+func idleTimerSleeps(cpu, n int) (timerSamples, float64, error) {
 	idle0, at0, err := cpuIdle(cpu)
 	if err != nil {
-		return 0, nil, 0, 0, 0, err
+		return timerSamples{}, 0, err
 	}
-	late, q, cpuPer, quiet, err = timerLateness(cpu, n)
+	s, err := timerSleeps(cpu, n, nil, false)
 	if err != nil {
-		return 0, nil, 0, 0, 0, err
+		return timerSamples{}, 0, err
 	}
 	idle1, at1, err := cpuIdle(cpu)
 	if err != nil {
-		return 0, nil, 0, 0, 0, err
+		return timerSamples{}, 0, err
 	}
-	return late, q, cpuPer, quiet, min(max((idle1-idle0).Seconds()/at1.Sub(at0).Seconds(), 0), 1), nil
+	return s, min(max((idle1-idle0).Seconds()/at1.Sub(at0).Seconds(), 0), 1), nil
 }
 
 // allowedCPUs lists the CPUs this process may run on.
@@ -396,15 +412,6 @@ func (t timerSamples) summary() (late int64, q []int64, quiet float64) {
 		q = simengine.OrderQuantiles(t.all)
 	}
 	return median(slices.Clone(t.all)), q, quiet
-}
-
-// timerLateness sleeps n times for 1 ms to an absolute deadline on an
-// otherwise idle cpu and returns the median lateness, its quantiles, the
-// mean thread CPU time per sleep and the quiet fraction (timerSleeps).
-func timerLateness(cpu, n int) (late int64, q []int64, cpuPer int64, quiet float64, err error) {
-	s, err := timerSleeps(cpu, n, nil, false)
-	late, q, quiet = s.summary()
-	return late, q, s.cpuPer, quiet, err
 }
 
 // timerSleeps sleeps n times for 1 ms to an absolute deadline on cpu and

@@ -312,3 +312,25 @@ func TestProcessSwitchThisNode(t *testing.T) {
 		t.Errorf("interval %d..%d ns does not hold the figure %d", p.Low, p.High, p.PerSwitch)
 	}
 }
+
+// A timer path's figure is the quiet sleeps' median when at least a tenth
+// of the sleeps were quiet, all sleeps' otherwise.
+func TestQuietMedian(t *testing.T) {
+	all := make([]int64, 100)
+	for i := range all {
+		all[i] = int64(30_000 + i)
+	}
+	for _, c := range []struct {
+		quiet []int64
+		want  int64
+	}{
+		{quiet: []int64{22_000, 23_000, 24_000, 21_000, 22_500, 23_500, 24_500, 21_500, 22_200, 23_300}, want: 23_000},
+		{quiet: []int64{22_000, 23_000, 24_000}, want: 30_050},
+		{quiet: nil, want: 30_050},
+	} {
+		late, q := timerSamples{all: all, quiet: c.quiet}.quietMedian()
+		if late != c.want || q != float64(len(c.quiet))/100 {
+			t.Errorf("%d quiet of 100: median %d, quiet %.2f; want %d, %.2f", len(c.quiet), late, q, c.want, float64(len(c.quiet))/100)
+		}
+	}
+}
