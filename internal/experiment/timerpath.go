@@ -35,6 +35,12 @@ type TimerShift struct {
 // with no idle exit); its idle median is not used.
 const minIdleCPUIdle = 0.5
 
+// minBusyQuiet: an edge with fewer quiet busy sleeps than this share
+// recorded the median of all of them (calib.TimerPath), other processes'
+// work on its CPU included; its busy median is not used (nor its idle
+// one, which is read against it).
+const minBusyQuiet = 0.1
+
 // WindowConditions are, per variant name, what each measured window of
 // the nodes (one node's windows after another's) met on its node: its
 // grid phases (as WindowGridPhases) and its timer path against cal's
@@ -109,9 +115,9 @@ func WindowConditions(cal *v1alpha1.NodeCalibration, user *v1alpha1.NodeConstant
 
 // windowTimerShift is one window's timer path against the calibration
 // window's (see TimerShift and calibrationTimerPath): the window's busy and
-// idle medians are the means of its two edges' (those measured; an edge's
-// idle median only when its CPU was idle, minIdleCPUIdle). Zero when either
-// side lacks what it takes.
+// idle medians are the means of its two edges' (those measured with enough
+// quiet busy sleeps, minBusyQuiet; an edge's idle median only when its CPU
+// was idle, minIdleCPUIdle). Zero when either side lacks what it takes.
 func windowTimerShift(cal *v1alpha1.NodeCalibration, tp *v1alpha1.WindowTimerPath) TimerShift {
 	k := cal.Constants
 	if tp == nil || k.TimerExpiryNs <= 0 || k.CtxSwitchNs <= 0 {
@@ -119,7 +125,7 @@ func windowTimerShift(cal *v1alpha1.NodeCalibration, tp *v1alpha1.WindowTimerPat
 	}
 	var busy, idle []int64
 	for _, s := range []*v1alpha1.TimerPathSample{tp.Before, tp.After} {
-		if s == nil || s.BusyTimerNs <= 0 {
+		if s == nil || s.BusyTimerNs <= 0 || (s.BusyQuiet != nil && *s.BusyQuiet < minBusyQuiet) {
 			continue
 		}
 		busy = append(busy, s.BusyTimerNs)

@@ -34,7 +34,8 @@ func testCal() *v1alpha1.NodeCalibration {
 // A window's shift is its edges' medians against the calibration
 // window's, in the calibration's terms: the busy path's difference is the
 // timer expiry's, what the idle path moved beyond it the idle exit's; an
-// edge whose idle CPU was busy gives no idle median; the user's constants
+// edge whose idle CPU was busy gives no idle median, one with few quiet
+// busy sleeps no figure; the user's constants
 // are not moved; runs without timer paths keep WindowGridPhases's phases
 // and no shifts.
 func TestWindowConditions(t *testing.T) {
@@ -55,6 +56,11 @@ func TestWindowConditions(t *testing.T) {
 		{Variant: "x", Unsupported: "no knob", TimerPath: slow},
 		{Variant: "on", Groups: probe(7)}, // no timer path: nothing moves
 		{Variant: "hogs", Groups: []v1alpha1.GroupMeasurement{{Name: "hogs"}}, TimerPath: slow},
+		// Too few quiet busy sleeps before: the after edge alone.
+		{Variant: "hogs", Groups: []v1alpha1.GroupMeasurement{{Name: "hogs"}}, TimerPath: &v1alpha1.WindowTimerPath{
+			Before: &v1alpha1.TimerPathSample{IdleTimerNs: 90_000, BusyTimerNs: 60_000, Samples: 150, IdleCPUIdle: f64(0.9), BusyQuiet: f64(0.05)},
+			After:  &v1alpha1.TimerPathSample{IdleTimerNs: 44_000, BusyTimerNs: 26_400, Samples: 150, IdleCPUIdle: f64(0.9), BusyQuiet: f64(0.9)},
+		}},
 	}
 	phases, shifts := WindowConditions(cal, nil, ws)
 	wantPhases := map[string][]map[string][]int64{
@@ -66,7 +72,7 @@ func TestWindowConditions(t *testing.T) {
 	wantShifts := map[string][]TimerShift{
 		"on":   {{TimerExpiryNs: 14_000, IdleExitNs: 14_000}, {}},
 		"off":  {{}},
-		"hogs": {{TimerExpiryNs: 14_000, IdleExitNs: 14_000}},
+		"hogs": {{TimerExpiryNs: 14_000, IdleExitNs: 14_000}, {TimerExpiryNs: 2_000, IdleExitNs: -2_000}},
 	}
 	if d := cmp.Diff(wantPhases, phases); d != "" {
 		t.Errorf("phases (-want +got):\n%s", d)
