@@ -501,6 +501,16 @@ redo:
 // Its checks come in the kernel's order (v6.12): a task that may not run
 // on dst is refused before the running test, and every task that passes
 // that test clears lbAllPinned (LBF_ALL_PINNED).
+//
+// A delayed task (DELAY_DEQUEUE: blocked, still queued) is never moved
+// here, which is a simplification, not the kernel's rule: v6.12's
+// can_migrate_task() has no such test (read in 6.12.19), and from v6.14
+// (commit 61b82dfb6b7e, "sched/fair: Do not try to migrate delayed dequeue
+// task"; read in 6.18.35) it refuses a delayed task only when the balance
+// is not migrate_load. v6.18 also refuses a task that is not eligible on
+// its queue while the destination's queue of its group has entities, until
+// a balance has failed (task_is_ineligible_on_dst_cpu()), which is not
+// modelled either.
 func (s *sim) canMigrateTask(ti, dst int32, failed, cacheNiceTries int) bool {
 	t := &s.tasks[ti]
 	if s.ents[t.se].delayed {
