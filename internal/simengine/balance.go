@@ -45,27 +45,46 @@ func (s *sim) cpuLoad(c int32) float64 {
 	return s.rqs[cq].loadAvg.avg
 }
 
-// hLoad is the hierarchical load of a queue (update_cfs_rq_h_load()): the
-// root's load_avg scaled down by each group entity's part of its parent.
+// hLoad is the hierarchical load of a queue, cfs_rq->h_load as
+// update_cfs_rq_h_load() keeps it (read in v6.12 and v6.18; applied to
+// v6.1 and v6.6 too, whose sources were not read for it): the root's load_avg
+// scaled down by each group entity's part of its parent, computed at most
+// once per jiffy per queue ("if (cfs_rq->last_h_load_update == now)
+// return;"). A queue whose h_load is stale walks up to the first ancestor
+// updated in this jiffy (or the root) and recomputes the chain down from
+// there; within the jiffy task_h_load() then scales the cached h_load by
+// the task's and the queue's current load_avg. So the h_load that the
+// periodic balance computes at a tick is the one wake_affine_weight() reads
+// for the rest of that tick's jiffy.
 func (s *sim) hLoad(cq int32) float64 {
+	stamp := int32(s.jiffies() + 1)
 	r := &s.rqs[cq]
-	s.updateRqLoad(cq)
-	if r.ge < 0 {
-		return r.loadAvg.avg
+	if r.hLoadStamp == stamp {
+		return float64(r.hLoad)
 	}
-	ge := r.ge
-	s.updateSeLoad(ge)
-	pcq := s.ents[ge].rq
-	s.updateRqLoad(pcq)
-	return s.hLoad(pcq) * s.ents[ge].load.avg / (s.rqs[pcq].loadAvg.avg + 1)
+	var h float64
+	if r.ge < 0 {
+		s.updateRqLoad(cq)
+		h = r.loadAvg.avg
+	} else {
+		ge := r.ge
+		s.updateSeLoad(ge)
+		pcq := s.ents[ge].rq
+		s.updateRqLoad(pcq)
+		h = s.hLoad(pcq) * s.ents[ge].load.avg / (s.rqs[pcq].loadAvg.avg + 1)
+	}
+	r.hLoad, r.hLoadStamp = float32(h), stamp
+	return float64(r.hLoad)
 }
 
-// taskHLoad is task_h_load().
+// taskHLoad is task_h_load(): the task's load_avg times its queue's
+// h_load (hLoad) over the queue's load_avg, the last two as of now.
 func (s *sim) taskHLoad(ti int32) float64 {
 	se := s.tasks[ti].se
 	s.updateSeLoad(se)
 	cq := s.ents[se].rq
 	h := s.hLoad(cq)
+	s.updateRqLoad(cq)
 	return s.ents[se].load.avg * h / (s.rqs[cq].loadAvg.avg + 1)
 }
 

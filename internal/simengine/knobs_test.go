@@ -61,9 +61,11 @@ func TestEveryKnobChangesTheSimulation(t *testing.T) {
 		// CPUs go idle while another is overloaded: VALIDATION.md's mixed
 		// scenario with one hog instead of two (with two, a CPU goes idle
 		// too seldom: seeds 1-6 ran the same with and without it once
-		// PingPong spins end at a clock read, spinOvershoot).
+		// PingPong spins end at a clock read, spinOvershoot). Seed 1: seed
+		// 2 ran the same with and without it once task_h_load() read an
+		// h_load cached per jiffy (update_cfs_rq_h_load()).
 		"feature NI_RANDOM": func(sch Scheduler) Input {
-			return Input{Node: Node{CPUs: 2, Kernel: "6.18.44"}, DurationNs: 8e9, WarmupNs: 1e9, Seed: 2,
+			return Input{Node: Node{CPUs: 2, Kernel: "6.18.44"}, DurationNs: 8e9, WarmupNs: 1e9, Seed: 1,
 				Groups: []Group{
 					{Name: "hogs", Tasks: 1},
 					{Name: "frames", Tasks: 1, Pattern: Pattern{Type: Periodic, RunNs: 4e6, PeriodNs: 40e6}},

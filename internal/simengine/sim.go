@@ -143,12 +143,14 @@ type cfsRq struct {
 	ge      int32 // group entity that represents this queue in the parent, -1 for root
 	cpu     int32
 	onList  bool // on its CPU's leaf list (cfs_rq->on_list): blocked load to decay
+	shKeyOK bool // the calcGroupShares memo below is valid
 
 	// Third cache line: the group's load contribution and the
 	// calcGroupShares memo (the inputs of the last computation and its
 	// result).
-	contrib               int64 // tg_load_avg_contrib (an integer, as tg->load_avg)
-	shKeyOK               bool
+	contrib               int64   // tg_load_avg_contrib (an integer, as tg->load_avg)
+	hLoadStamp            int32   // cfs_rq->last_h_load_update: jiffies+1 of hLoad, 0 if none yet
+	hLoad                 float32 // cfs_rq->h_load (update_cfs_rq_h_load()) as of hLoadStamp
 	shKeyLoad, shares     int64
 	shKeyTg, shKeyContrib int64
 	shKeyAvg              float64
