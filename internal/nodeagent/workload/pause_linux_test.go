@@ -394,22 +394,36 @@ func TestHogPreemptedIsNoPause(t *testing.T) {
 	if held > spun {
 		t.Fatalf("the spinner's CPU time %d ns exceeds its stretches' %d ns", held, spun)
 	}
-	for _, p := range hp.ShortStalls {
+	// A stall is the hog's: charged to it while it was current, so it
+	// cannot lie in a stretch, when the spinner held CPU 0. It may end just
+	// as one begins: the host stops one vCPU for about 1.2 ms at a time
+	// (short stalls, about one a second here), and when the spinner's wake-up
+	// comes during a stall of CPU 0 it takes the CPU as the stall ends
+	// (stalls ending 0.02 and 0.46 ms before a stretch, and a 12.3 ms one
+	// 0.18 ms before, were seen in 25 runs at 19:19 UTC). So a stall counts
+	// as during a stretch when it overlaps it, with no margin; a detector
+	// that took a preempted gap for a stall records it from the gap's start,
+	// before the stretch, to past its first millisecond at least. A gap that
+	// began with a stall is logged as that stall, not as an off-CPU gap.
+	at := func(ns int64) float64 { return float64(ns-st[0].from) / 1e6 }
+	adjacent := 0
+	for _, p := range append(append([]Pause{}, hp.ShortStalls...), hp.Pauses...) {
+		kind := "short stall"
+		if p.LengthNs >= PauseMinNs {
+			kind = "pause"
+		}
 		for _, x := range st {
-			if p.StartNs < x.to+1e6 && p.StartNs+p.LengthNs > x.from-1e6 {
-				t.Errorf("short stall %+v during the spinner's stretch %.1f..%.1f ms into it: the hog was preempted", p, float64(x.from-st[0].from)/1e6, float64(x.to-st[0].from)/1e6)
+			end := p.StartNs + p.LengthNs
+			if p.StartNs < x.to && end > x.from {
+				t.Errorf("%s %+v (%.3f..%.3f ms into the spinner's first stretch) counted during its stretch %.3f..%.3f ms: the hog was preempted, not stalled", kind, p, at(p.StartNs), at(end), at(x.from), at(x.to))
+			}
+			if end <= x.from && end > x.from-1e6 {
+				adjacent++
 			}
 		}
 	}
-	if hp.OffGaps < n {
-		t.Errorf("the hog saw %d gaps of %v or more in which it was not charged; the spinner took its CPU %d times", hp.OffGaps, time.Duration(PauseMinNs), n)
-	}
-	for _, p := range hp.Pauses {
-		for _, x := range st {
-			if p.StartNs < x.to+1e6 && p.StartNs+p.LengthNs > x.from-1e6 {
-				t.Errorf("pause %+v counted during the spinner's stretch %.1f..%.1f ms into it: the hog was preempted, not paused", p, float64(x.from-st[0].from)/1e6, float64(x.to-st[0].from)/1e6)
-			}
-		}
+	if hp.OffGaps < int64(n-adjacent) {
+		t.Errorf("the hog saw %d gaps of %v or more in which it was not charged; the spinner took its CPU %d times (%d of them as a stall ended)", hp.OffGaps, time.Duration(PauseMinNs), n, adjacent)
 	}
 	// The hog was off its CPU while the spinner ran, and it was the only
 	// hog: the time observed is at most the window less the spinner's CPU in
