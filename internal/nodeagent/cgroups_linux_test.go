@@ -40,10 +40,14 @@ func startSpinner(t *testing.T) *exec.Cmd {
 //
 // About: schedstat's run_delay grows when a thread gets the CPU
 // (sched_info_arrive()), so the wait a starved thread is in at either of
-// the window's readings lands in the window it next runs in. Beside a hog
-// per CPU the idle entity runs about a tick a second per CPU (3 s windows
-// at 13:47-14:05 read 1.62-2.15 threads for the two): 6 s windows and
-// ± 0.4.
+// the agent's readings lands in the window it next runs in: the wait in
+// progress at the second reading is missing, the one at the first counted.
+// Beside a hog per CPU the idle entity runs about a tick a second per CPU,
+// less when other work takes the CPUs (1.59 threads was read in a 6 s
+// window beside stress-ng --cpu 2 at normal priority, 19:23 UTC). So the
+// test reads each spinner's schedstat around both readings and after each,
+// until it next runs: the wait it then lands holds the one in progress at
+// the reading, which bounds the figure on either side.
 func TestRunRecordsIdleCgroup(t *testing.T) {
 	needRoot(t)
 	if testing.Short() {
@@ -61,12 +65,48 @@ func TestRunRecordsIdleCgroup(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "cpu.idle"), []byte("1"), 0o644); err != nil {
 		t.Skipf("cpu.idle cannot be set here (Linux 5.15+): %v", err)
 	}
+	var spinners []int
 	for range 2 {
 		cmd := startSpinner(t)
 		if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
 			t.Fatal(err)
 		}
+		spinners = append(spinners, cmd.Process.Pid)
 	}
+	// Around each reading of every process: the spinners' counters before
+	// it and after it, then (in the background, every 2 ms) at their next
+	// run after it. A spinner that ran during the reading was waiting at
+	// the agent's read for at most the reading's length or the waits it
+	// landed during it; one that did not, for at most the wait it lands at
+	// its next run.
+	var (
+		readings   [][2][]schedStat // before and after each reading, by spinner
+		at         [][2]time.Time
+		inProgress [2][]chan time.Duration // the bound on each spinner's wait in progress at each reading
+	)
+	onWindowStep = func(step string) {
+		switch step {
+		case "procs start":
+			readings, at = append(readings, [2][]schedStat{readSchedStats(t, spinners)}), append(at, [2]time.Time{time.Now()})
+		case "procs":
+			i := len(readings) - 1
+			if i > 1 {
+				return // one attempt: two readings
+			}
+			readings[i][1], at[i][1] = readSchedStats(t, spinners), time.Now()
+			for k, pid := range spinners {
+				ch := make(chan time.Duration, 1)
+				inProgress[i] = append(inProgress[i], ch)
+				before, after, reading := readings[i][0][k], readings[i][1][k], at[i][1].Sub(at[i][0])
+				if after.runs != before.runs {
+					ch <- max(reading, after.wait-before.wait)
+					continue
+				}
+				go func() { ch <- nextWait(pid, after) }()
+			}
+		}
+	}
+	defer func() { onWindowStep = nil }()
 	spec := &v1alpha1.SchedExperimentSpec{
 		Duration: metav1.Duration{Duration: 6 * time.Second},
 		Warmup:   &metav1.Duration{Duration: 300 * time.Millisecond},
@@ -94,10 +134,70 @@ func TestRunRecordsIdleCgroup(t *testing.T) {
 	if !c.Idle || c.Threads < 2 {
 		t.Errorf("recorded as %+v, want idle with at least the 2 spinners' threads", *c)
 	}
-	if c.Runnable < 1.6 || c.Runnable > 2.4 {
-		t.Errorf("%.3f threads runnable, want the 2 spinners ± 0.4", c.Runnable)
+	if len(readings) != 2 || len(inProgress[1]) != 2 {
+		t.Fatalf("%d readings of every process around the window, want 2", len(readings))
+	}
+	// Each spinner is runnable all the time: its CPU and wait over its own
+	// interval between the agent's readings (at least the time between the
+	// first's end and the second's start) is that interval, less the wait
+	// in progress at the second reading, plus the one at the first.
+	span := at[1][0].Sub(at[0][1]).Seconds()
+	var missing, extra float64
+	for k := range spinners {
+		missing += (<-inProgress[1][k]).Seconds() / span
+		extra += (<-inProgress[0][k]).Seconds() / span
+	}
+	lo, hi := 2-missing-0.01, 2+extra+0.01
+	t.Logf("runnable %.3f: want %.3f..%.3f (waits in progress at the readings: up to %.3f and %.3f threads of the window)", c.Runnable, lo, hi, extra, missing)
+	if c.Runnable < lo || c.Runnable > hi {
+		t.Errorf("%.3f threads runnable, want the 2 spinners within %.3f..%.3f (less the waits in progress at the second reading, plus those at the first)", c.Runnable, lo, hi)
 	}
 	if c.CPU > 0.1 || c.Wait < c.Runnable-0.1 {
 		t.Errorf("CPU %.4f and wait %.3f of %.3f runnable: want them starved beside a hog per CPU", c.CPU, c.Wait, c.Runnable)
 	}
+}
+
+// schedStat is one thread's /proc/<pid>/schedstat: CPU time, time waiting
+// on a run queue (each wait added when the wait ends), and runs.
+type schedStat struct {
+	cpu, wait time.Duration
+	runs      int64
+}
+
+func readSchedStat(pid int) (schedStat, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/schedstat", pid))
+	if err != nil {
+		return schedStat{}, err
+	}
+	var s schedStat
+	_, err = fmt.Sscan(string(b), &s.cpu, &s.wait, &s.runs)
+	return s, err
+}
+
+func readSchedStats(t *testing.T, pids []int) []schedStat {
+	out := make([]schedStat, len(pids))
+	for i, pid := range pids {
+		s, err := readSchedStat(pid)
+		if err != nil {
+			t.Error(err)
+		}
+		out[i] = s
+	}
+	return out
+}
+
+// nextWait polls a thread's schedstat every 2 ms until it has run since
+// from, and returns the wait it landed meanwhile (the whole wait it was in
+// at from, and any later ones); a minute if it never runs or ends.
+func nextWait(pid int, from schedStat) time.Duration {
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+		s, err := readSchedStat(pid)
+		if err != nil {
+			break
+		}
+		if s.runs != from.runs {
+			return s.wait - from.wait
+		}
+	}
+	return time.Minute
 }
