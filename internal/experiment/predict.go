@@ -182,16 +182,7 @@ func WindowGridPhases(nodes ...[]v1alpha1.WindowResult) map[string][]map[string]
 			if w.Unsupported != "" {
 				continue
 			}
-			var m map[string][]int64
-			for _, g := range w.Groups {
-				if len(g.GridPhasesNs) == 0 {
-					continue
-				}
-				if m == nil {
-					m = map[string][]int64{}
-				}
-				m[g.Name] = g.GridPhasesNs
-			}
+			m := windowGridPhases(w)
 			if m == nil {
 				continue
 			}
@@ -202,6 +193,22 @@ func WindowGridPhases(nodes ...[]v1alpha1.WindowResult) map[string][]map[string]
 		}
 	}
 	return out
+}
+
+// windowGridPhases is one window's grid phases by group name, nil when no
+// group recorded any.
+func windowGridPhases(w *v1alpha1.WindowResult) map[string][]int64 {
+	var m map[string][]int64
+	for _, g := range w.Groups {
+		if len(g.GridPhasesNs) == 0 {
+			continue
+		}
+		if m == nil {
+			m = map[string][]int64{}
+		}
+		m[g.Name] = g.GridPhasesNs
+	}
+	return m
 }
 
 // summarizeReplicas is the mean of each metric over the replicas and its

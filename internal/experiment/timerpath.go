@@ -79,15 +79,7 @@ func WindowConditions(cal *v1alpha1.NodeCalibration, user *v1alpha1.NodeConstant
 			if w.Unsupported != "" {
 				continue
 			}
-			var m map[string][]int64
-			for _, g := range w.Groups {
-				if len(g.GridPhasesNs) > 0 {
-					if m == nil {
-						m = map[string][]int64{}
-					}
-					m[g.Name] = g.GridPhasesNs
-				}
-			}
+			m := windowGridPhases(w)
 			withPhases[w.Variant] = withPhases[w.Variant] || m != nil
 			phases[w.Variant] = append(phases[w.Variant], m)
 			s := windowTimerShift(cal, w.TimerPath)
