@@ -603,7 +603,8 @@ func printTimerPaths(w io.Writer, cal *v1alpha1.NodeCalibration, windows []v1alp
 	if cal == nil || shifts == nil {
 		return
 	}
-	fmt.Fprintf(w, "calibration window: timer path idle %.1f µs, busy %.1f µs\n", us(cal.TimerLatenessNs), us(cal.Constants.TimerExpiryNs+cal.Constants.CtxSwitchNs))
+	busy, idle := experiment.CalibrationTimerPath(cal)
+	fmt.Fprintf(w, "calibration window: timer path idle %.1f µs, busy %.1f µs (the windows' shifts are against these)\n", us(idle), us(busy))
 	edge := func(s *v1alpha1.TimerPathSample) string {
 		if s == nil {
 			return "-"

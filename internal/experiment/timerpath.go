@@ -106,7 +106,7 @@ func WindowConditions(cal *v1alpha1.NodeCalibration, user *v1alpha1.NodeConstant
 }
 
 // windowTimerShift is one window's timer path against the calibration
-// window's (see TimerShift and calibrationTimerPath): the window's busy and
+// window's (see TimerShift and CalibrationTimerPath): the window's busy and
 // idle medians are the means of its two edges' (those measured with enough
 // quiet busy sleeps, minBusyQuiet; an edge's idle median only when its CPU
 // was idle, minIdleCPUIdle). Zero when either side lacks what it takes.
@@ -135,7 +135,7 @@ func windowTimerShift(cal *v1alpha1.NodeCalibration, tp *v1alpha1.WindowTimerPat
 		}
 		return s / int64(len(xs))
 	}
-	calBusy, calIdle := calibrationTimerPath(cal)
+	calBusy, calIdle := CalibrationTimerPath(cal)
 	out := TimerShift{TimerExpiryNs: mean(busy) - calBusy}
 	if len(idle) > 0 && calIdle > 0 {
 		out.IdleExitNs = (mean(idle) - calIdle) - out.TimerExpiryNs
@@ -143,14 +143,14 @@ func windowTimerShift(cal *v1alpha1.NodeCalibration, tp *v1alpha1.WindowTimerPat
 	return out
 }
 
-// calibrationTimerPath is the calibration window's busy and idle timer
+// CalibrationTimerPath is the calibration window's busy and idle timer
 // paths as a window's edges measure theirs (TimerPathSample): the median
 // of its quiet sleeps, which is the 50 % level of its quantiles (the
 // simulator draws a wake-up's path from those): timer expiry and context
 // switch, and with the idle exit. A calibration without quantiles gives
 // its medians of all sleeps (timerExpiryNs + ctxSwitchNs, and
 // timerLatenessNs); idle 0 when neither is there.
-func calibrationTimerPath(cal *v1alpha1.NodeCalibration) (busy, idle int64) {
+func CalibrationTimerPath(cal *v1alpha1.NodeCalibration) (busy, idle int64) {
 	k := cal.Constants
 	level := func(q []int64) (int64, bool) {
 		for i, l := range simengine.QuantileLevels {

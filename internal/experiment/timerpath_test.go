@@ -201,12 +201,12 @@ func TestStoredRunsPredictedAsBefore(t *testing.T) {
 func TestCalibrationTimerPath(t *testing.T) {
 	cal := testCal()
 	cal.Constants.TimerExpiryQuantilesNs[2] = 20_000
-	if busy, idle := calibrationTimerPath(cal); busy != 26_000 || idle != 45_600 {
+	if busy, idle := CalibrationTimerPath(cal); busy != 26_000 || idle != 45_600 {
 		t.Errorf("with quantiles: busy %d, idle %d ns, want 20000+6000 and that +19600", busy, idle)
 	}
 	k := &cal.Constants
 	k.TimerExpiryQuantilesNs, k.IdleExitQuantilesNs, k.CtxSwitchQuantilesNs = nil, nil, nil
-	if busy, idle := calibrationTimerPath(cal); busy != 24_400 || idle != 44_000 {
+	if busy, idle := CalibrationTimerPath(cal); busy != 24_400 || idle != 44_000 {
 		t.Errorf("without quantiles: busy %d, idle %d ns, want 18400+6000 and timerLatenessNs 44000", busy, idle)
 	}
 }
