@@ -166,22 +166,45 @@ func TestHogAloneUsesOneCPU(t *testing.T) {
 
 func TestPeriodic(t *testing.T) {
 	s := startSet(t, Spec{Tasks: []Task{task("frame", v1alpha1.Pattern{Type: v1alpha1.PatternPeriodic, Run: dur(4 * time.Millisecond), Period: dur(40 * time.Millisecond)})}})
-	w, noise := window(t, s, 200*time.Millisecond, 3*time.Second, 3)
-	m := GroupMetrics(w, "frame")
-	ts := w.Tasks[0]
-	t.Logf("periodic 4ms/40ms: cpu %.3f, periods %d, misses %d, ops/s %.1f, latency %+v (noise %.2f)", m.CPU, ts.Periods, ts.Misses, *m.OpsPerSec, *m.WakeupLatencyUs, noise)
 	// The worker's CPU is its work thread's 4 ms per period plus what the
 	// kernel's sleep and wake-up path costs: 0.102-0.104 CPU was seen at
 	// load 20 on a virtual machine (56-79 µs per wake-up; the worker's other
 	// threads use none). Before the work thread left the Go scheduler,
 	// 0.108-0.116 was seen quiet. A pattern that ran wall-clock time or
 	// twice per period would be far outside.
-	tol := 0.01
-	if noise >= quietNoise {
-		tol = 0.015
+	//
+	// A pause of this virtual machine while a run is on its CPU is charged
+	// to the run (no steal time is accounted here), and the run, which ends
+	// by its CPU clock, overshoots its 4 ms by the rest of the pause: one
+	// pause of 33 ms in a 3 s window made 0.111 CPUs in a clean-clone CI
+	// dry run. A pause only adds CPU, so every window must reach 0.1 less
+	// the tolerance, and one window in three must stay under 0.1 plus it.
+	var (
+		w     *Window
+		noise float64
+		m     v1alpha1.Metrics
+		tol   float64
+	)
+	for try := 1; ; try++ {
+		w, noise = window(t, s, 200*time.Millisecond, 3*time.Second, 3)
+		m = GroupMetrics(w, "frame")
+		ts := w.Tasks[0]
+		t.Logf("periodic 4ms/40ms: cpu %.3f, periods %d, misses %d, ops/s %.1f, latency %+v (noise %.2f)", m.CPU, ts.Periods, ts.Misses, *m.OpsPerSec, *m.WakeupLatencyUs, noise)
+		tol = 0.01
+		if noise >= quietNoise {
+			tol = 0.015
+		}
+		if m.CPU < 0.1-tol {
+			t.Errorf("Periodic 4ms every 40ms used %.3f CPUs, want 0.1 ± %.3f (noise %.2f)", m.CPU, tol, noise)
+		}
+		if m.CPU <= 0.1+tol || try == 3 {
+			break
+		}
+		t.Logf("window %d: %.3f CPUs, more than 4 ms a period: measuring again (a pause of the machine during a run overshoots it)", try, m.CPU)
 	}
-	if !near(m.CPU, 0.1, tol) {
-		t.Errorf("Periodic 4ms every 40ms used %.3f CPUs, want 0.1 ± %.3f (noise %.2f)", m.CPU, tol, noise)
+	ts := w.Tasks[0]
+	if m.CPU > 0.1+tol {
+		t.Errorf("Periodic 4ms every 40ms used more than 0.1 + %.3f CPUs in each of three windows (the last %.3f, noise %.2f)", tol, m.CPU, noise)
 	}
 	wantPeriods := w.Duration.Seconds() / 0.040
 	if !near(float64(ts.Periods), wantPeriods, 3) {
