@@ -230,20 +230,7 @@ func TestColdWakeThisNode(t *testing.T) {
 	if c.ShortLate <= 0 || c.ShortLate > 1_000_000 || c.LongLate <= 0 || c.LongLate > 1_000_000 {
 		t.Errorf("median lateness %d ns (2 ms) and %d ns (40 ms): want a wake-up path's, 0 to 1 ms", c.ShortLate, c.LongLate)
 	}
-	switch {
-	case c.PerDoubling < -2_000 && c.High < 0:
-		// The timer path moved between the two blocks: not a figure of
-		// this node, and it must not be recorded.
-		if c.Rejected == "" {
-			t.Errorf("cold wake-up %d ns per doubling, interval %d..%d ns, kept: a figure wholly below zero must be rejected", c.PerDoubling, c.Low, c.High)
-		}
-		t.Logf("the blocks disagree (%d ns, rejected: %s): the figure is not judged", c.PerDoubling, c.Rejected)
-	case c.PerDoubling < -2_000 || c.PerDoubling > 15_000:
-		t.Errorf("cold wake-up %d ns per doubling: want -2 to 15 µs", c.PerDoubling)
-	}
-	if c.Low > c.PerDoubling || c.High < c.PerDoubling {
-		t.Errorf("interval %d..%d ns does not hold the figure %d", c.Low, c.High, c.PerDoubling)
-	}
+	judgeFigure(t, "cold wake-up", "ns per doubling", c.PerDoubling, c.Low, c.High, c.Rejected, -2_000, 15_000)
 }
 
 // TestProcessSwitchThisNode: the process switch step's two layouts are
@@ -296,20 +283,28 @@ func TestProcessSwitchThisNode(t *testing.T) {
 	if p.ThreadLate <= 0 || p.ThreadLate > 1_000_000 || p.ProcessLate <= 0 || p.ProcessLate > 1_000_000 {
 		t.Errorf("median lateness %d ns (thread) and %d ns (process): want a wake-up path's, 0 to 1 ms", p.ThreadLate, p.ProcessLate)
 	}
+	judgeFigure(t, "process switch", "ns", p.PerSwitch, p.Low, p.High, p.Rejected, -4_000, 30_000)
+}
+
+// judgeFigure holds a calibration figure (the process switch, the cold
+// wake-up) to lo..hi ns and its 95 % interval low..high to holding it. A
+// figure below lo whose whole interval is below zero says the timer path
+// moved between the step's two blocks (a validation campaign saw a process
+// switch of -9.6 µs, interval -11.0..-8.1, once in 54 windows): the node
+// cannot give the figure, and it must have been rejected, not recorded.
+func judgeFigure(t *testing.T, what, unit string, fig, low, high int64, rejected string, lo, hi int64) {
+	t.Helper()
 	switch {
-	case p.PerSwitch < -4_000 && p.High < 0:
-		// The timer path moved between the two blocks (a validation
-		// campaign saw -9.6 µs, interval -11.0..-8.1, once in 54 windows):
-		// the node cannot give the figure, and it must not be recorded.
-		if p.Rejected == "" {
-			t.Errorf("process switch %d ns, interval %d..%d ns, kept: a figure wholly below zero must be rejected", p.PerSwitch, p.Low, p.High)
+	case fig < lo && high < 0:
+		if rejected == "" {
+			t.Errorf("%s %d %s, interval %d..%d ns, kept: a figure wholly below zero must be rejected", what, fig, unit, low, high)
 		}
-		t.Logf("the blocks disagree (%d ns, rejected: %s): the figure is not judged", p.PerSwitch, p.Rejected)
-	case p.PerSwitch < -4_000 || p.PerSwitch > 30_000:
-		t.Errorf("process switch %d ns: want -4 to 30 µs", p.PerSwitch)
+		t.Logf("the blocks disagree (%d ns, rejected: %s): the figure is not judged", fig, rejected)
+	case fig < lo || fig > hi:
+		t.Errorf("%s %d %s: want %g to %g µs", what, fig, unit, float64(lo)/1e3, float64(hi)/1e3)
 	}
-	if p.Low > p.PerSwitch || p.High < p.PerSwitch {
-		t.Errorf("interval %d..%d ns does not hold the figure %d", p.Low, p.High, p.PerSwitch)
+	if low > fig || high < fig {
+		t.Errorf("interval %d..%d ns does not hold the figure %d", low, high, fig)
 	}
 }
 
