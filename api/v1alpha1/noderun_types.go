@@ -457,7 +457,14 @@ type WindowResult struct {
 // measurements are outside the window: the workload neither runs during
 // them nor waits for them.
 type WindowTimerPath struct {
-	// before is measured just before the window's knobs are set.
+	// before is measured just before the window's knobs are set. When the
+	// previous window's attempt (of this window or the one before it)
+	// measured its after-edge, nothing ran since and that ended less than a
+	// second ago, before is that same sample, not a second measurement: the
+	// node's state is the same (its knobs back, no workload), and
+	// consecutive windows' after and before are then equal. The run's
+	// first window, and one after an after-edge that failed, measure their
+	// own.
 	// +optional
 	Before *TimerPathSample `json:"before,omitempty"`
 	// after is measured once the window's workload has stopped and its

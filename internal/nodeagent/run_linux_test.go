@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"syscall"
 	"testing"
@@ -488,6 +489,13 @@ func oneHogWindow(t *testing.T, name string, d, warmup time.Duration, attempts i
 // than a factor 2 on the development VM; the bounds allow 4), from the
 // default 150 sleeps of each kind, taking about their 300 ms. An
 // unsupported window, which changes nothing, measures none.
+//
+// The edges lie outside every attempt (never between its knobs being set
+// and their restore), and one after-edge serves as the next attempt's
+// before-edge, the same sample: the timer path is measured once more than
+// there are attempts, not twice per attempt. A second, shorter run, whose
+// one window is noisy (a threshold no node meets) and so run twice, holds
+// a re-run attempt to the same.
 func TestRunRecordsWindowTimerPaths(t *testing.T) {
 	needRoot(t)
 	if testing.Short() {
@@ -508,6 +516,9 @@ func TestRunRecordsWindowTimerPaths(t *testing.T) {
 			{Name: "probe", Session: "s1", Pattern: &v1alpha1.Pattern{Type: v1alpha1.PatternLatencyProbe, Interval: &metav1.Duration{Duration: time.Millisecond}}},
 		}},
 	}
+	var steps []string
+	onWindowStep = func(s string) { steps = append(steps, s) }
+	defer func() { onWindowStep = nil }()
 	o := opts(t, "timerpath")
 	o.MaxAttempts = 1
 	st, err := Run(context.Background(), spec, o)
@@ -515,6 +526,24 @@ func TestRunRecordsWindowTimerPaths(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkNoWorkers(t, st)
+	checkTimerPathSteps(t, steps, st.Windows)
+
+	// Re-run attempts: each attempt's after-edge is the next one's
+	// before-edge as well.
+	steps = nil
+	retried := spec.DeepCopy()
+	retried.Repetitions, retried.Variants = 1, retried.Variants[:1]
+	o.MaxAttempts, o.NoiseThreshold = 2, 1e-9
+	st2, err := Run(context.Background(), retried, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkNoWorkers(t, st2)
+	if len(st2.Windows) != 1 || st2.Windows[0].Attempts != 2 {
+		t.Errorf("windows %+v: want one, noisy in both its attempts", st2.Windows)
+	}
+	checkTimerPathSteps(t, steps, st2.Windows)
+
 	cal := st.Calibration
 	if cal == nil {
 		t.Fatal("no calibration window")
@@ -563,4 +592,58 @@ func ptrValue[T any](p *T) any {
 		return nil
 	}
 	return *p
+}
+
+// checkTimerPathSteps holds a run's window steps (onWindowStep) to its timer
+// path's edges: each attempt's steps lie between its "knobs" and
+// "restored", the timer path is measured before the first and after each
+// (T, then K…R T per attempt: as many measurements as attempts and one,
+// none inside an attempt), and consecutive measured windows share an edge:
+// the later's before is the earlier's after, equal (when the later took
+// one attempt; its second's before is its first's after, which the window
+// does not record).
+func checkTimerPathSteps(t *testing.T, steps []string, ws []v1alpha1.WindowResult) {
+	t.Helper()
+	var attempts int
+	var measured []*v1alpha1.WindowTimerPath
+	var attemptsOf []int32
+	for _, w := range ws {
+		if w.Unsupported == "" {
+			attempts += int(w.Attempts)
+			measured, attemptsOf = append(measured, w.TimerPath), append(attemptsOf, w.Attempts)
+		}
+	}
+	var got strings.Builder
+	measurements, depth := 0, 0
+	for _, s := range steps {
+		switch s {
+		case "timer path":
+			measurements++
+			got.WriteString("T")
+			if depth > 0 {
+				t.Errorf("the timer path measured inside an attempt, after its knobs were set (steps %q)", steps)
+			}
+		case "knobs":
+			depth++
+			got.WriteString("K")
+		case "restored":
+			depth--
+			got.WriteString("R")
+		}
+	}
+	want := "T" + strings.Repeat("KRT", attempts)
+	t.Logf("%d attempts in %d measured windows, %d measurements of the timer path: %s", attempts, len(measured), measurements, got.String())
+	if got.String() != want {
+		t.Errorf("timer path (T) and attempts (K knobs set … R restored) came as %s, want %s: %d measurements for %d attempts, want %d", got.String(), want, measurements, attempts, attempts+1)
+	}
+	for k := 1; k < len(measured); k++ {
+		prev, next := measured[k-1], measured[k]
+		if prev == nil || next == nil || prev.After == nil || next.Before == nil || attemptsOf[k] != 1 {
+			continue // reported by the caller, or not recorded
+		}
+		if !reflect.DeepEqual(prev.After, next.Before) {
+			t.Errorf("measured window %d's before-edge (idle %d ns, busy %d ns, took %d ns) is not window %d's after-edge (idle %d ns, busy %d ns, took %d ns): nothing ran between them",
+				k, next.Before.IdleTimerNs, next.Before.BusyTimerNs, next.Before.DurationNs, k-1, prev.After.IdleTimerNs, prev.After.BusyTimerNs, prev.After.DurationNs)
+		}
+	}
 }

@@ -36,7 +36,23 @@ type runner struct {
 
 	windows   int // windows started, for worker run ids
 	supported int // windows measured
+
+	// lastEdge is the last timer-path edge measured after a window's
+	// attempt (nil when none, or when anything ran since: another window,
+	// a failed measurement), and lastEdgeAt when its measurement ended. The
+	// next attempt's before-edge reuses it (see beforeEdge).
+	lastEdge   *v1alpha1.TimerPathSample
+	lastEdgeAt time.Time
 }
+
+// edgeReuse is how old an after-edge may be for the next attempt to take it
+// as its before-edge. Between two windows the loop only records the first
+// window's result and reports progress (microseconds: the cluster's agent
+// hands both to its reporter under a mutex), so the edge is well within it;
+// an edge older than this, about three times the measurement's own 0.33 s,
+// no longer lies "just before" the window, and the before-edge is measured
+// afresh.
+const edgeReuse = time.Second
 
 // loop runs every repetition of every variant, interleaved A B A B.
 func (r *runner) loop(ctx context.Context) error {
@@ -94,12 +110,16 @@ func (r *runner) progress(what string) {
 // perturbed (the workers broke their invariants), up to MaxAttempts.
 func (r *runner) measure(ctx context.Context, v *v1alpha1.Variant, rep int, settings []host.Setting, res *v1alpha1.WindowResult) error {
 	for attempt := 1; attempt <= r.opts.MaxAttempts; attempt++ {
-		before := r.timerPath(ctx, "before", v.Name, rep)
+		before := r.beforeEdge(ctx, v.Name, rep)
+		r.lastEdge = nil // the window runs: nothing measured before it is "just after" anything any more
 		m, err := r.window(ctx, settings, rep)
 		if err != nil {
 			return err
 		}
 		after := r.timerPath(ctx, "after", v.Name, rep)
+		if after != nil {
+			r.lastEdge, r.lastEdgeAt = after, time.Now()
+		}
 		res.TimerPath = nil
 		if before != nil || after != nil {
 			res.TimerPath = &v1alpha1.WindowTimerPath{Before: before, After: after}
@@ -132,6 +152,24 @@ func (r *runner) measure(ctx context.Context, v *v1alpha1.Variant, rep int, sett
 	return nil
 }
 
+// beforeEdge is the timer path just before a window's attempt: the previous
+// attempt's after-edge (of this window or the previous one) when that was
+// the last thing the agent measured on the node and is less than edgeReuse
+// old, the same sample; a new measurement otherwise: the run's first
+// attempt's, and one after an after-edge that failed. (A variant this node
+// does not support changes nothing and measures nothing: it does not stand
+// between two windows.) An after-edge is measured once the window's
+// workload has stopped and its knobs are back, so the node is in the state
+// the next before-edge would measure: measuring it again, 0.33 s back to
+// back, only doubled the edges' cost.
+func (r *runner) beforeEdge(ctx context.Context, variant string, rep int) *v1alpha1.TimerPathSample {
+	if r.lastEdge != nil && r.status.Calibration != nil && ctx.Err() == nil && time.Since(r.lastEdgeAt) < edgeReuse {
+		r.log.V(1).Info("Timer path: the previous window's after-edge", "edge", "before", "variant", variant, "repetition", rep)
+		return r.lastEdge.DeepCopy()
+	}
+	return r.timerPath(ctx, "before", variant, rep)
+}
+
 // timerPath measures the node's timer path (calib.TimerPath) at one edge
 // of a window's attempt, outside it: before its knobs are set, or after its
 // workload has stopped and its knobs are back. Only with a calibration
@@ -156,10 +194,12 @@ func (r *runner) timerPath(ctx context.Context, edge, variant string, rep int) *
 // for the warmup, measures one window and puts everything back, whatever
 // happens.
 func (r *runner) window(ctx context.Context, settings []host.Setting, rep int) (m measured, err error) {
+	windowStep("knobs")
 	defer func() {
 		if rerr := r.ch.Restore(); rerr != nil {
 			err = errors.Join(err, fmt.Errorf("restoring after the window: %w", rerr))
 		}
+		windowStep("restored")
 	}()
 	if err := r.ch.Apply(settings); err != nil {
 		return measured{}, err
@@ -260,10 +300,12 @@ func (r *runner) window(ctx context.Context, settings []host.Setting, rep int) (
 }
 
 // onWindowStep, when set (by tests), is told each step of a window as it
-// happens: "procs start" and "procs" before and after a reading of every
-// process's counters, "begin" and "end" when the workload's window opens
-// and closes; "timer path" as a measurement of the timer path starts
-// (runner.timerPath, outside the window).
+// happens: "knobs" before its knobs are set and "restored" once they are
+// back (everything of the window lies between the two), "procs start" and
+// "procs" before and after a reading of every process's counters, "begin"
+// and "end" when the workload's window opens and closes; "timer path" as a
+// measurement of the timer path starts (runner.timerPath, outside the
+// window; an edge reused by beforeEdge measures nothing and says nothing).
 var onWindowStep func(step string)
 
 func windowStep(step string) {

@@ -64,9 +64,9 @@ func TestWindowReadsProcsOutside(t *testing.T) {
 	defer func() { onWindowStep = nil }()
 	st := oneHogWindow(t, "procs-outside", 500*time.Millisecond, 100*time.Millisecond, 1)
 	// The timer path's measurements (the run has a calibration window)
-	// come outside as well: before the window's first reading and after
-	// its last.
-	if want := []string{"timer path", "procs start", "procs", "begin", "end", "procs start", "procs", "timer path"}; !slices.Equal(steps, want) {
+	// come outside as well: before the window's knobs are set and after
+	// they are back.
+	if want := []string{"timer path", "knobs", "procs start", "procs", "begin", "end", "procs start", "procs", "restored", "timer path"}; !slices.Equal(steps, want) {
 		t.Errorf("window steps %q, want %q: every process's counters or the timer path read inside the window", steps, want)
 	}
 	// Inside are the node's and the cgroup's counters, the one worker's and
