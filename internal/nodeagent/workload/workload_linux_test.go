@@ -230,10 +230,21 @@ func TestLatencyProbe(t *testing.T) {
 	l := *m.WakeupLatencyUs
 	t.Logf("probe 1ms: %+v, ops/s %.1f, voluntary switches/s %.1f (noise %.2f)", l, *m.OpsPerSec, m.CtxSwitchesPerSec.Voluntary, noise)
 	// Deadlines already passed on waking are skipped, so a busy machine
-	// gives fewer samples; never more.
+	// gives fewer samples; never more. A pause of this virtual machine
+	// (5-100 ms here, no steal time, invisible to the noise figure), a
+	// stall of the probe's vCPU or others' work on its CPU skips the
+	// deadlines it covers: the probe wakes that much late, and records it.
+	// So the samples and the deadlines their lateness skipped make the
+	// window's deadlines, but for those a wake-up still pending at the
+	// window's end skips (each window's first sample may count skipped
+	// deadlines from before it: more, not fewer): 95 % of them, busy or
+	// quiet. A probe that loses deadlines without waking late (or
+	// wake-ups without recording them) falls short.
 	want := w.Duration.Seconds() / 0.001
-	if float64(l.Count) > want+5 || (noise < quietNoise && float64(l.Count) < 0.95*want) || float64(l.Count) < 0.5*want {
-		t.Errorf("%d samples in %v at 1ms, want ≈%.0f (noise %.2f)", l.Count, w.Duration, want, noise)
+	skipped := deadlinesSkipped(w.Tasks[0].Latency, int64(time.Millisecond))
+	t.Logf("%d samples and %d deadlines their lateness skipped, of %.0f in the window", l.Count, skipped, want)
+	if float64(l.Count) > want+5 || float64(l.Count+skipped) < 0.95*want || float64(l.Count) < 0.5*want {
+		t.Errorf("%d samples and %d deadlines skipped by their lateness in %v at 1ms, want ≈%.0f (noise %.2f)", l.Count, skipped, w.Duration, want, noise)
 	}
 	if l.P50 <= 0 || l.P50 > l.P99 || l.P99 > l.Max {
 		t.Errorf("percentiles out of order: %+v", l)
@@ -249,6 +260,18 @@ func TestLatencyProbe(t *testing.T) {
 	if v, ops := m.CtxSwitchesPerSec.Voluntary, *m.OpsPerSec; !near(v, ops, 0.05*ops+2) {
 		t.Errorf("%.1f voluntary switches/s for %.1f wake-ups/s", v, ops)
 	}
+}
+
+// deadlinesSkipped is how many deadlines a probe sleeping every interval
+// ns skipped in waking as late as h records, at most: a wake-up L late
+// skips the ⌊L/interval⌋ deadlines that passed meanwhile (latencyProbe),
+// each lateness taken at its bucket's upper end.
+func deadlinesSkipped(h *Histogram, interval int64) int64 {
+	var n int64
+	for _, b := range h.h.Distribution() {
+		n += b.Count * (b.To / interval)
+	}
+	return n
 }
 
 func TestPingPong(t *testing.T) {
