@@ -215,12 +215,44 @@ func currEligible(r *cfsRq, e *entity) bool {
 }
 
 // updateEntityLag is update_entity_lag() (v6.6): vlag = V - v, clamped to
-// the lag a request of max(2*slice, TICK_NSEC) could build up.
+// the lag a request of max(2*slice, TICK_NSEC) could build up; with commit
+// 6e3c0a4e1ad1 (kernelRules.lagClampMaxSlice) to that of the largest slice
+// queued, cfs_rq_max_slice(), plus TICK_NSEC.
 func (s *sim) updateEntityLag(cq, se int32) {
 	e := &s.ents[se]
 	lag := s.avgVruntime(cq) - e.vruntime
-	limit := calcDeltaFair(max(2*e.slice, s.tickNs), e)
+	var limit int64
+	if s.lagClampMaxSlice {
+		limit = calcDeltaFair(s.maxSlice(cq)+s.tickNs, e)
+	} else {
+		limit = calcDeltaFair(max(2*e.slice, s.tickNs), e)
+	}
 	e.vlag = max(-limit, min(lag, limit))
+}
+
+// maxSlice is cfs_rq_max_slice() (commit 6e3c0a4e1ad1): the largest slice
+// of curr (if queued) and the queued entities, 0 when there is none. The
+// kernel reads it from the tree's augmented max_slice, which until the
+// fixes of September 2026 ("sched/eevdf: Fix augmented max_slice", "Fix rb
+// augmented with multi fields") could be stale after an insertion or a
+// rotation; this is the value the augmentation is meant to hold. Without
+// a custom slice every queued entity's slice is the base slice.
+func (s *sim) maxSlice(cq int32) int64 {
+	r := &s.rqs[cq]
+	if !s.sliceVaries {
+		if r.currOn || len(r.tree) > 0 {
+			return s.baseSlice
+		}
+		return 0
+	}
+	m := int64(0)
+	if r.currOn {
+		m = s.ents[r.curr].slice
+	}
+	for i := range r.tree {
+		m = max(m, r.tree[i].slice)
+	}
+	return m
 }
 
 // entitySlice is the request size of an entity: a task's custom slice or the

@@ -77,6 +77,22 @@ type kernelRules struct {
 	// itself in avg_vruntime() and in the lag scaling. Reverted in v7.0
 	// (commit 101f3498b4bd) and in the 6.18.y stable series at 6.18.45.
 	reweightPlaceCurr bool
+	// lagClampMaxSlice: update_entity_lag() clamps the lag at the largest
+	// slice queued on the cfs_rq (curr included, cfs_rq_max_slice()) plus
+	// TICK_NSEC, weight-scaled, where v6.6 clamped it at max(2 * se->slice,
+	// TICK_NSEC): commit 6e3c0a4e1ad1 ("sched/fair: Fix lag clamp", tip
+	// sched/urgent of 23 February 2026, so v7.0). The stable series took it
+	// in the round of 10 March 2026 (6.19.7's review posts it as 029/311;
+	// 6.12.77-rc1 carried it too, but that round's 6.12 pair was reported
+	// to freeze at boot and 6.12.y took it again in September 2026, so 6.12
+	// keeps the v6.6 clamp here). In 6.18.y, fair.c of 6.18.35 has it
+	// (update_entity_lag() with cfs_rq_max_slice(), beside the v6.13
+	// placement in reweight_entity()), and linux-6.18.y took its two
+	// follow-up fixes in September 2026 ("sched/eevdf: Fix augmented
+	// max_slice", "Fix rb augmented with multi fields"); its first 6.18.y
+	// release is taken as 6.18.17, the release of 6.19.7's round (6.18.18
+	// had 13 patches and 6.18.19 no change to fair.c).
+	lagClampMaxSlice bool
 	// didPreemptShort: update_curr() of v6.12..v6.16 reschedules a curr
 	// whose slice protection was cancelled (its stashed deadline is no
 	// longer its deadline) once it is not eligible (did_preempt_short()).
@@ -147,8 +163,10 @@ func rulesFor(v kernelVersion) kernelRules {
 			v.minor == 12 && v.patch >= 31 || v.minor == 6 && v.patch >= 93)),
 		completeEEVDF:     v.atLeast(6, 12, 0),
 		reweightPlaceCurr: v.atLeast(6, 13, 0) && !v.atLeast(7, 0, 0) && !(v.major == 6 && v.minor == 18 && v.patch >= 45),
-		didPreemptShort:   v.atLeast(6, 12, 0) && !v.atLeast(6, 17, 0),
-		vprot:             v.atLeast(6, 17, 0),
+		lagClampMaxSlice: v.atLeast(7, 0, 0) || v.major == 6 && (v.minor == 19 && v.patch >= 7 ||
+			v.minor == 18 && v.patch >= 17),
+		didPreemptShort: v.atLeast(6, 12, 0) && !v.atLeast(6, 17, 0),
+		vprot:           v.atLeast(6, 17, 0),
 		pickBuddy: v.atLeast(6, 14, 0) || v.major == 6 && (v.minor == 13 && v.patch >= 2 ||
 			v.minor == 12 && v.patch >= 13),
 		buddyInPickEEVDF:    v.atLeast(6, 19, 0) || v.major == 6 && v.minor == 18 && v.patch >= 33,

@@ -599,3 +599,52 @@ func TestPickBuddyAfterASleepInTheGroup(t *testing.T) {
 		}
 	}
 }
+
+// update_entity_lag() clamps a lag at the largest slice queued on the
+// cfs_rq plus TICK_NSEC from commit 6e3c0a4e1ad1 ("sched/fair: Fix lag
+// clamp"; fair.c of 6.18.35 has it, so the node's 6.18.44), and at
+// max(2 * se->slice, TICK_NSEC) of the entity's own slice before it
+// (v6.6..v6.18.16, 6.12.y here). A task of the base slice queued beside
+// one with a 20 ms custom slice tells the two apart: its lag is clamped at
+// 24 ms with the fix, at 4 ms without.
+func TestLagClampMaxSlice(t *testing.T) {
+	for _, c := range []struct {
+		kernel string
+		fixed  bool
+	}{{"6.18.44", true}, {"6.18.16", false}, {"6.12.67", false}, {"7.0", true}} {
+		s := startedSim(t, Input{Node: Node{CPUs: 1, HZ: 250, Kernel: c.kernel}, DurationNs: 1e9, Seed: 1,
+			Groups: []Group{{Name: "big", Tasks: 1, SliceNs: 20_000_000}, {Name: "small", Tasks: 1}}})
+		if s.lagClampMaxSlice != c.fixed {
+			t.Fatalf("%s: lagClampMaxSlice %v, want %v", c.kernel, s.lagClampMaxSlice, c.fixed)
+		}
+		// Run until the small task runs with the big one queued beside
+		// it in the same queue (both groups' tasks share no queue, so
+		// look at the root: the small group's entity as curr, the big
+		// group's queued).
+		small := s.tgs[1].se[0]
+		root := s.cpus[0].root
+		for step := 0; step < 200 && !(s.rqs[root].curr == small && s.rqs[root].currOn && s.rqs[root].nr > 1); step++ {
+			s.end = s.now + 100_000
+			s.loop()
+		}
+		r := &s.rqs[root]
+		if r.curr != small || !r.currOn || r.nr < 2 {
+			t.Fatalf("%s: the small group's entity never ran with the big one queued", c.kernel)
+		}
+		e := &s.ents[small]
+		if e.slice >= 20_000_000 {
+			t.Fatalf("%s: the small group's entity has slice %d", c.kernel, e.slice)
+		}
+		// Put curr 100 ms of virtual time ahead of V: its lag is far
+		// below either clamp.
+		e.vruntime = s.avgVruntime(root) + 100_000_000
+		s.updateEntityLag(root, small)
+		want := calcDeltaFair(max(2*e.slice, s.tickNs), e)
+		if c.fixed {
+			want = calcDeltaFair(20_000_000+s.tickNs, e)
+		}
+		if e.vlag != -want {
+			t.Errorf("%s: vlag %d, want the clamp -%d (slices %d and 20 ms, tick %d)", c.kernel, e.vlag, want, e.slice, s.tickNs)
+		}
+	}
+}

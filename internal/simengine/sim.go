@@ -348,6 +348,8 @@ type sim struct {
 	// place_entity() with the entity still counted in avg_vruntime()
 	// (v6.13..v6.18.44, v6.19; see reweightEntity).
 	reweightPlaceCurr bool
+	// lagClampMaxSlice: kernelRules.lagClampMaxSlice (EEVDF only).
+	lagClampMaxSlice bool
 	// didPreemptShort: kernelRules.didPreemptShort with PREEMPT_SHORT on.
 	didPreemptShort bool
 	// vprot: kernelRules.vprot on EEVDF (the v6.17 slice protection).
@@ -466,6 +468,7 @@ func newSim(in *Input) (*sim, error) {
 		feat:                feat,
 		lazy:                n.Preempt == "Lazy",
 		reweightPlaceCurr:   kr.reweightPlaceCurr && sched == EEVDF,
+		lagClampMaxSlice:    kr.lagClampMaxSlice && sched == EEVDF,
 		didPreemptShort:     kr.didPreemptShort && sched == EEVDF && feat.preemptShort,
 		vprot:               kr.vprot && sched == EEVDF,
 		buddyInPickEEVDF:    kr.buddyInPickEEVDF && feat.pickBuddy,
