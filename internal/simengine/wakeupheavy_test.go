@@ -407,17 +407,20 @@ func TestSyncWakeupPreemptsWaker(t *testing.T) {
 	if math.Abs(h-measHogs) > tol {
 		t.Errorf("mixed: predicted hogs %.3f CPU (mean of %d seeds, 95 %% interval ± %.3f), measured %.3f (tolerance %.2f)", h, seeds, hw, measHogs, tol)
 	}
-	// The pair is a known miss with the default constants: 0.797 ±
-	// 0.004 before the lag clamp of the node's kernel was modelled
-	// (update_entity_lag() at the largest queued slice plus TICK_NSEC,
-	// commit 6e3c0a4e1ad1, kernelRules.lagClampMaxSlice), 0.003 inside
-	// the tolerance, and 0.800 ± 0.004 with it, 0.003 outside. The
-	// stored campaigns' replays of the same scenario, with each run's
-	// calibrated constants, give 0.743 and 0.740 against the windows'
-	// 0.728 and 0.750 (docs/wakeup-heavy-groups.md, sixteenth session),
-	// so the gap is the default constants', logged here, not failed.
-	if math.Abs(p-measPair) > tol {
-		t.Logf("mixed: predicted pingpong %.3f CPU (mean of %d seeds, 95 %% interval ± %.3f), measured %.3f (tolerance %.2f): known miss with the default constants", p, seeds, pw, measPair, tol)
+	// The pair with the default constants: 0.797 ± 0.004 before the lag
+	// clamp of the node's kernel was modelled (update_entity_lag() at the
+	// largest queued slice plus TICK_NSEC, commit 6e3c0a4e1ad1,
+	// kernelRules.lagClampMaxSlice), 0.800 ± 0.004 with it, against 0.747
+	// measured. The stored campaigns' replays of the same scenario, with
+	// each run's calibrated constants, give 0.743 and 0.740 against the
+	// windows' 0.728 and 0.750 (docs/wakeup-heavy-groups.md, sixteenth
+	// session): the default constants (a virtualised server's wake-up
+	// path, not this node's) put the pair about 0.05 higher. The pair is
+	// held to twice the hogs' tolerance for that; a pair that keeps its
+	// partner waiting (about 0.5) or captures its CPU (about 1.0) fails.
+	const pairTol = 2 * tol
+	if math.Abs(p-measPair) > pairTol {
+		t.Errorf("mixed: predicted pingpong %.3f CPU (mean of %d seeds, 95 %% interval ± %.3f), measured %.3f (tolerance %.2f with the default constants)", p, seeds, pw, measPair, pairTol)
 	}
 }
 
