@@ -471,6 +471,22 @@ type WindowTimerPath struct {
 	// knobs are put back.
 	// +optional
 	After *TimerPathSample `json:"after,omitempty"`
+	// beforeOtherCPUs is before's measurement on each other CPU the agent
+	// may use (before is the last one's), in CPU order, measured together
+	// right after it (or, when before is the previous attempt's after, that
+	// one's afterOtherCPUs). A host may run its vCPUs' timer paths in
+	// different phases, which one CPU's figures do not show; the
+	// prediction moves each other CPU's timer expiry by them.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=1024
+	BeforeOtherCPUs []TimerPathSample `json:"beforeOtherCPUs,omitempty"`
+	// afterOtherCPUs is after's measurement on each other CPU the agent
+	// may use, as beforeOtherCPUs.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=1024
+	AfterOtherCPUs []TimerPathSample `json:"afterOtherCPUs,omitempty"`
 }
 
 // TimerPathSample is one short measurement of the node's timer path, made
@@ -527,6 +543,12 @@ type TimerPathSample struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	DurationNs int64 `json:"durationNs,omitempty"`
+	// cpu is the CPU the sleeps ran on. Absent in runs of agents before
+	// the sixteenth session, which measured the last CPU they could use.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1023
+	CPU *int32 `json:"cpu,omitempty"`
 }
 
 // HostPauseMeasurement is what a window's Hog workers saw of host pauses.

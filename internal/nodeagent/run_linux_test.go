@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/schedlab/schedlab/api/v1alpha1"
@@ -487,15 +488,18 @@ func oneHogWindow(t *testing.T, name string, d, warmup time.Duration, attempts i
 // calibration's terms: both medians a wake-up path's duration, of the size
 // the calibration window measured them (the host's phases differ by less
 // than a factor 2 on the development VM; the bounds allow 4), from the
-// default 150 sleeps of each kind, taking about their 300 ms. An
-// unsupported window, which changes nothing, measures none.
+// default 150 sleeps of each kind, taking about their 300 ms; before and
+// after on the last CPU the agent may use, and beside each of them the same
+// figures for every other CPU, in CPU order (a host runs its vCPUs' timer
+// paths in phases of their own). An unsupported window, which changes
+// nothing, measures none.
 //
 // The edges lie outside every attempt (never between its knobs being set
 // and their restore), and one after-edge serves as the next attempt's
-// before-edge, the same sample: the timer path is measured once more than
-// there are attempts, not twice per attempt. A second, shorter run, whose
-// one window is noisy (a threshold no node meets) and so run twice, holds
-// a re-run attempt to the same.
+// before-edge, the same sample, the other CPUs' too: the timer path is
+// measured once more than there are attempts, not twice per attempt. A
+// second, shorter run, whose one window is noisy (a threshold no node
+// meets) and so run twice, holds a re-run attempt to the same.
 func TestRunRecordsWindowTimerPaths(t *testing.T) {
 	needRoot(t)
 	if testing.Short() {
@@ -550,6 +554,17 @@ func TestRunRecordsWindowTimerPaths(t *testing.T) {
 	}
 	calBusy := cal.Constants.TimerExpiryNs + cal.Constants.CtxSwitchNs
 	t.Logf("calibration window: idle timer %d ns, busy %d ns", cal.TimerLatenessNs, calBusy)
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		t.Fatal(err)
+	}
+	var cpus []int32
+	for c := int32(0); c < 1024; c++ {
+		if set.IsSet(int(c)) {
+			cpus = append(cpus, c)
+		}
+	}
+	last, others := cpus[len(cpus)-1], cpus[:len(cpus)-1]
 	measured := 0
 	for _, w := range st.Windows {
 		if w.Unsupported != "" {
@@ -564,8 +579,23 @@ func TestRunRecordsWindowTimerPaths(t *testing.T) {
 			t.Errorf("window %s/%d: timer path %+v, want one before and one after", w.Variant, w.Repetition, tp)
 			continue
 		}
-		for edge, s := range map[string]*v1alpha1.TimerPathSample{"before": tp.Before, "after": tp.After} {
-			t.Logf("window %s/%d %s: idle timer %d ns, busy %d ns, idle CPU %v, %v", w.Variant, w.Repetition, edge, s.IdleTimerNs, s.BusyTimerNs, ptrValue(s.IdleCPUIdle), time.Duration(s.DurationNs))
+		edges := map[string]*v1alpha1.TimerPathSample{"before": tp.Before, "after": tp.After}
+		wantCPU := map[string]int32{"before": last, "after": last}
+		for name, got := range map[string][]v1alpha1.TimerPathSample{"before": tp.BeforeOtherCPUs, "after": tp.AfterOtherCPUs} {
+			if len(got) != len(others) {
+				t.Errorf("window %s/%d %s: timer paths of %d other CPUs, want one for each of %v", w.Variant, w.Repetition, name, len(got), others)
+				continue
+			}
+			for i := range got {
+				edge := fmt.Sprintf("%s, other CPU %d", name, i)
+				edges[edge], wantCPU[edge] = &got[i], others[i]
+			}
+		}
+		for edge, s := range edges {
+			t.Logf("window %s/%d %s: cpu %v, idle timer %d ns, busy %d ns, idle CPU %v, %v", w.Variant, w.Repetition, edge, ptrValue(s.CPU), s.IdleTimerNs, s.BusyTimerNs, ptrValue(s.IdleCPUIdle), time.Duration(s.DurationNs))
+			if s.CPU == nil || *s.CPU != wantCPU[edge] {
+				t.Errorf("window %s/%d %s: measured on CPU %v, want %d", w.Variant, w.Repetition, edge, ptrValue(s.CPU), wantCPU[edge])
+			}
 			for name, v := range map[string][2]int64{"idle": {s.IdleTimerNs, cal.TimerLatenessNs}, "busy": {s.BusyTimerNs, calBusy}} {
 				if v[0] <= 0 || v[0] > 5_000_000 || v[0] < v[1]/4 || v[0] > 4*v[1] {
 					t.Errorf("window %s/%d %s: %s timer %d ns, want a wake-up path's duration within a factor 4 of the calibration window's %d ns", w.Variant, w.Repetition, edge, name, v[0], v[1])
@@ -640,6 +670,9 @@ func checkTimerPathSteps(t *testing.T, steps []string, ws []v1alpha1.WindowResul
 		prev, next := measured[k-1], measured[k]
 		if prev == nil || next == nil || prev.After == nil || next.Before == nil || attemptsOf[k] != 1 {
 			continue // reported by the caller, or not recorded
+		}
+		if !reflect.DeepEqual(prev.AfterOtherCPUs, next.BeforeOtherCPUs) {
+			t.Errorf("measured window %d's before-edge on the other CPUs %+v is not window %d's after-edge's %+v: nothing ran between them", k, next.BeforeOtherCPUs, k-1, prev.AfterOtherCPUs)
 		}
 		if !reflect.DeepEqual(prev.After, next.Before) {
 			t.Errorf("measured window %d's before-edge (idle %d ns, busy %d ns, took %d ns) is not window %d's after-edge (idle %d ns, busy %d ns, took %d ns): nothing ran between them",

@@ -41,8 +41,9 @@ type runner struct {
 	// attempt (nil when none, or when anything ran since: another window,
 	// a failed measurement), and lastEdgeAt when its measurement ended. The
 	// next attempt's before-edge reuses it (see beforeEdge).
-	lastEdge   *v1alpha1.TimerPathSample
-	lastEdgeAt time.Time
+	lastEdge       *v1alpha1.TimerPathSample
+	lastEdgeOthers []v1alpha1.TimerPathSample // its other CPUs' samples
+	lastEdgeAt     time.Time
 }
 
 // edgeReuse is how old an after-edge may be for the next attempt to take it
@@ -110,19 +111,19 @@ func (r *runner) progress(what string) {
 // perturbed (the workers broke their invariants), up to MaxAttempts.
 func (r *runner) measure(ctx context.Context, v *v1alpha1.Variant, rep int, settings []host.Setting, res *v1alpha1.WindowResult) error {
 	for attempt := 1; attempt <= r.opts.MaxAttempts; attempt++ {
-		before := r.beforeEdge(ctx, v.Name, rep)
-		r.lastEdge = nil // the window runs: nothing measured before it is "just after" anything any more
+		before, beforeOthers := r.beforeEdge(ctx, v.Name, rep)
+		r.lastEdge, r.lastEdgeOthers = nil, nil // the window runs: nothing measured before it is "just after" anything any more
 		m, err := r.window(ctx, settings, rep)
 		if err != nil {
 			return err
 		}
-		after := r.timerPath(ctx, "after", v.Name, rep)
+		after, afterOthers := r.timerPath(ctx, "after", v.Name, rep)
 		if after != nil {
-			r.lastEdge, r.lastEdgeAt = after, time.Now()
+			r.lastEdge, r.lastEdgeOthers, r.lastEdgeAt = after, afterOthers, time.Now()
 		}
 		res.TimerPath = nil
 		if before != nil || after != nil {
-			res.TimerPath = &v1alpha1.WindowTimerPath{Before: before, After: after}
+			res.TimerPath = &v1alpha1.WindowTimerPath{Before: before, After: after, BeforeOtherCPUs: beforeOthers, AfterOtherCPUs: afterOthers}
 		}
 		res.Attempts = int32(attempt)
 		res.Groups, res.NoiseCPU, res.NoiseSources = m.groups, m.noise, m.sources
@@ -162,32 +163,47 @@ func (r *runner) measure(ctx context.Context, v *v1alpha1.Variant, rep int, sett
 // workload has stopped and its knobs are back, so the node is in the state
 // the next before-edge would measure: measuring it again, 0.33 s back to
 // back, only doubled the edges' cost.
-func (r *runner) beforeEdge(ctx context.Context, variant string, rep int) *v1alpha1.TimerPathSample {
+func (r *runner) beforeEdge(ctx context.Context, variant string, rep int) (*v1alpha1.TimerPathSample, []v1alpha1.TimerPathSample) {
 	if r.lastEdge != nil && r.status.Calibration != nil && ctx.Err() == nil && time.Since(r.lastEdgeAt) < edgeReuse {
 		r.log.V(1).Info("Timer path: the previous window's after-edge", "edge", "before", "variant", variant, "repetition", rep)
-		return r.lastEdge.DeepCopy()
+		var others []v1alpha1.TimerPathSample
+		for i := range r.lastEdgeOthers {
+			others = append(others, *r.lastEdgeOthers[i].DeepCopy())
+		}
+		return r.lastEdge.DeepCopy(), others
 	}
 	return r.timerPath(ctx, "before", variant, rep)
 }
 
-// timerPath measures the node's timer path (calib.TimerPath) at one edge
-// of a window's attempt, outside it: before its knobs are set, or after its
+// timerPath measures the node's timer path (calib.TimerPath, on the last
+// CPU, then calib.TimerPathOtherCPUs on the others) at one edge of a
+// window's attempt, outside it: before its knobs are set, or after its
 // workload has stopped and its knobs are back. Only with a calibration
 // window, which its figures are read against; nil without one, or when it
-// fails (the window is measured all the same).
-func (r *runner) timerPath(ctx context.Context, edge, variant string, rep int) *v1alpha1.TimerPathSample {
+// fails (the window is measured all the same; the other CPUs' figures are
+// nil when they fail alone).
+func (r *runner) timerPath(ctx context.Context, edge, variant string, rep int) (*v1alpha1.TimerPathSample, []v1alpha1.TimerPathSample) {
 	if r.status.Calibration == nil || ctx.Err() != nil {
-		return nil
+		return nil, nil
 	}
 	windowStep("timer path")
 	tp, err := calib.TimerPath(ctx, 0)
 	if err != nil {
 		r.log.Info("Timer path not measured", "edge", edge, "variant", variant, "repetition", rep, "error", err.Error())
-		return nil
+		return nil, nil
 	}
-	r.log.V(1).Info("Timer path", "edge", edge, "variant", variant, "repetition", rep,
+	r.log.V(1).Info("Timer path", "edge", edge, "variant", variant, "repetition", rep, "cpu", tp.CPU,
 		"idleTimerNs", tp.IdleTimerNs, "busyTimerNs", tp.BusyTimerNs, "idleCPUIdle", tp.IdleCPUIdle, "durationNs", tp.DurationNs)
-	return tp
+	others, err := calib.TimerPathOtherCPUs(ctx, 0)
+	if err != nil {
+		r.log.Info("Timer path of the other CPUs not measured", "edge", edge, "variant", variant, "repetition", rep, "error", err.Error())
+		return tp, nil
+	}
+	for _, o := range others {
+		r.log.V(1).Info("Timer path", "edge", edge, "variant", variant, "repetition", rep, "cpu", o.CPU,
+			"idleTimerNs", o.IdleTimerNs, "busyTimerNs", o.BusyTimerNs, "idleCPUIdle", o.IdleCPUIdle, "durationNs", o.DurationNs)
+	}
+	return tp, others
 }
 
 // window applies the knobs, creates the cgroups, starts the workload, waits

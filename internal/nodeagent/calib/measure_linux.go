@@ -3,6 +3,7 @@ package calib
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"runtime"
 	"slices"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/prometheus/procfs"
 	"golang.org/x/sys/unix"
+	"k8s.io/utils/ptr"
 
 	"github.com/schedlab/schedlab/api/v1alpha1"
 	"github.com/schedlab/schedlab/internal/nodeagent/workload"
@@ -155,7 +157,70 @@ func TimerPath(ctx context.Context, n int) (*v1alpha1.TimerPathSample, error) {
 	}
 	idleLate, idleQuiet := idle.quietMedian()
 	busyLate, busyQuiet := b.thread.quietMedian()
-	return timerPathSample(idleLate, busyLate, idleQuiet, busyQuiet, n, idleFrac, now()-t0), nil
+	tp := timerPathSample(idleLate, busyLate, idleQuiet, busyQuiet, n, idleFrac, now()-t0)
+	tp.CPU = ptr.To(int32(last))
+	return tp, nil
+}
+
+// TimerPathOtherCPUs is TimerPath on every other CPU this process may run
+// on (all but the last, which TimerPath measures), one sample per CPU in
+// CPU order; nil on a single CPU. The CPUs are measured at once, each by
+// its own pinned threads (the idle sleeps, then the busy ones beside a
+// spinner on the same CPU), so the step takes about as long as TimerPath
+// however many CPUs there are; while one CPU's busy sleeps run, another's
+// spinner holds that CPU, as a window's workload does.
+//
+// A host may run its vCPUs' timer paths in different phases: on the
+// development VM (2026-12-07 22:00-22:05, ftrace of the timer interrupts)
+// the interrupt came 15-16 µs after a sleep's hard expiry on one vCPU and
+// 20-28 µs on the other for tens of seconds, which TimerPath, on the last
+// CPU alone, does not see.
+func TimerPathOtherCPUs(ctx context.Context, n int) ([]v1alpha1.TimerPathSample, error) {
+	if n <= 0 {
+		n = 150
+	}
+	cpus, err := allowedCPUs()
+	if err != nil {
+		return nil, err
+	}
+	others := cpus[:len(cpus)-1]
+	if len(others) == 0 {
+		return nil, nil
+	}
+	out := make([]v1alpha1.TimerPathSample, len(others))
+	errs := make([]error, len(others))
+	var wg sync.WaitGroup
+	for i, c := range others {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t0 := now()
+			idle, idleFrac, err := idleTimerSleeps(c, n)
+			if err != nil {
+				errs[i] = fmt.Errorf("timer path on CPU %d: %w", c, err)
+				return
+			}
+			if err := ctx.Err(); err != nil {
+				errs[i] = err
+				return
+			}
+			b, err := busyTimerLateness(ctx, c, n, "")
+			if err != nil {
+				errs[i] = fmt.Errorf("timer path on CPU %d: %w", c, err)
+				return
+			}
+			idleLate, idleQuiet := idle.quietMedian()
+			busyLate, busyQuiet := b.thread.quietMedian()
+			tp := timerPathSample(idleLate, busyLate, idleQuiet, busyQuiet, n, idleFrac, now()-t0)
+			tp.CPU = ptr.To(int32(c))
+			out[i] = *tp
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // quietMedian is the median lateness of the quiet sleeps when at least a

@@ -18,3 +18,8 @@ func Measure(ctx context.Context, opts Options) (*v1alpha1.NodeCalibration, erro
 func TimerPath(ctx context.Context, n int) (*v1alpha1.TimerPathSample, error) {
 	return nil, errors.New("the timer path measurement needs Linux")
 }
+
+// TimerPathOtherCPUs needs Linux.
+func TimerPathOtherCPUs(ctx context.Context, n int) ([]v1alpha1.TimerPathSample, error) {
+	return nil, errors.New("the timer path measurement needs Linux")
+}
