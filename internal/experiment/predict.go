@@ -147,7 +147,10 @@ func runReplicas(in simengine.Input, n int, phases []map[string][]int64, shifts 
 				r.Groups = withGridPhases(in.Groups, phases[i%len(phases)])
 			}
 			if len(shifts) > 0 {
-				r.Node.Constants = shiftTimerPath(in.Node.Constants, shifts[i%len(shifts)])
+				s := shifts[i%len(shifts)]
+				r.Node.Constants = shiftTimerPath(in.Node.Constants, s)
+				// CPUs the simulated node does not have are dropped.
+				r.Node.TimerExpiryShiftNs = s.CPUTimerExpiryNs[:min(len(s.CPUTimerExpiryNs), r.Node.CPUs)]
 			}
 			out[i], errs[i] = simengine.Run(r)
 		}(i)

@@ -25,8 +25,16 @@ import (
 // other constants follow no timer path or are differences of two timer
 // paths measured side by side (the process switch, the cold wake-up), or
 // the CPU time of a sleep (the timer arm): they stay.
+//
+// CPUTimerExpiryNs is, by CPU number, how much later still the timer
+// expiry was on that CPU than on the CPU the calibration measured, from
+// the edges' samples of the other CPUs (WindowTimerPath.beforeOtherCPUs,
+// afterOtherCPUs: a host runs each vCPU's timer path in phases of its
+// own); nil when the window has none. The simulator adds it to that CPU's
+// timer expiry (simengine.Node.TimerExpiryShiftNs).
 type TimerShift struct {
 	TimerExpiryNs, IdleExitNs int64
+	CPUTimerExpiryNs          []int64
 }
 
 // minIdleCPUIdle: an edge whose idle sleeps' CPU was idle less than this
@@ -85,7 +93,7 @@ func WindowConditions(cal *v1alpha1.NodeCalibration, user *v1alpha1.NodeConstant
 			s := windowTimerShift(cal, w.TimerPath)
 			if user != nil {
 				if user.TimerExpiryNs != 0 || len(user.TimerExpiryQuantilesNs) > 0 {
-					s.TimerExpiryNs = 0
+					s.TimerExpiryNs, s.CPUTimerExpiryNs = 0, nil
 				}
 				if user.IdleExitNs != 0 || len(user.IdleExitQuantilesNs) > 0 {
 					s.IdleExitNs = 0
@@ -139,6 +147,33 @@ func windowTimerShift(cal *v1alpha1.NodeCalibration, tp *v1alpha1.WindowTimerPat
 	out := TimerShift{TimerExpiryNs: mean(busy) - calBusy}
 	if len(idle) > 0 && calIdle > 0 {
 		out.IdleExitNs = (mean(idle) - calIdle) - out.TimerExpiryNs
+	}
+	out.CPUTimerExpiryNs = otherCPUsTimerShift(tp, mean(busy), mean)
+	return out
+}
+
+// otherCPUsTimerShift is, by CPU number, how much later the busy timer
+// path of each other CPU was than busy, the last CPU's (the mean of its
+// edges' busy medians): the mean of that CPU's usable edges (minBusyQuiet)
+// less busy; nil when no other CPU has one.
+func otherCPUsTimerShift(tp *v1alpha1.WindowTimerPath, busy int64, mean func([]int64) int64) []int64 {
+	per := map[int32][]int64{}
+	top := int32(-1)
+	for _, ss := range [][]v1alpha1.TimerPathSample{tp.BeforeOtherCPUs, tp.AfterOtherCPUs} {
+		for _, s := range ss {
+			if s.CPU == nil || *s.CPU < 0 || s.BusyTimerNs <= 0 || (s.BusyQuiet != nil && *s.BusyQuiet < minBusyQuiet) {
+				continue
+			}
+			per[*s.CPU] = append(per[*s.CPU], s.BusyTimerNs)
+			top = max(top, *s.CPU)
+		}
+	}
+	if top < 0 {
+		return nil
+	}
+	out := make([]int64, top+1)
+	for c, xs := range per {
+		out[c] = mean(xs) - busy
 	}
 	return out
 }

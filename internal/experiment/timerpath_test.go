@@ -96,6 +96,37 @@ func TestWindowConditions(t *testing.T) {
 	}
 }
 
+// A window whose edges measured the other CPUs too: each other CPU's
+// shift is how much later its busy path was than the last CPU's (the mean
+// of its usable edges), by CPU number; an edge of few quiet busy sleeps
+// gives none, and a CPU without a usable edge none either (0, or past
+// the list's end).
+func TestWindowConditionsOtherCPUs(t *testing.T) {
+	cal := testCal()
+	cpu := func(c int32) *int32 { return &c }
+	sample := func(c int32, busy int64, quiet float64) v1alpha1.TimerPathSample {
+		return v1alpha1.TimerPathSample{CPU: cpu(c), IdleTimerNs: 45_000, BusyTimerNs: busy, Samples: 150, IdleCPUIdle: f64(0.9), BusyQuiet: f64(quiet)}
+	}
+	before, after := sample(3, 24_400, 1), sample(3, 26_400, 1)
+	ws := []v1alpha1.WindowResult{{Variant: "v", Groups: []v1alpha1.GroupMeasurement{{Name: "hogs"}}, TimerPath: &v1alpha1.WindowTimerPath{
+		Before: &before, After: &after,
+		BeforeOtherCPUs: []v1alpha1.TimerPathSample{sample(0, 44_400, 0.9), sample(1, 30_000, 0.05), sample(2, 25_000, 0.05)},
+		AfterOtherCPUs:  []v1alpha1.TimerPathSample{sample(0, 42_400, 0.8), sample(1, 20_400, 0.9), sample(2, 60_000, 0.01)},
+	}}}
+	_, shifts := WindowConditions(cal, nil, ws)
+	// The last CPU: busy 25.4 against 24.4 µs, +1.0; idle 45.0 against
+	// 44.0, +1.0, nothing beyond the timer's. CPU 0: 43.4, 18.0 later
+	// than the last CPU; CPU 1: its after edge alone, 20.4, 5.0 earlier;
+	// CPU 2: no usable edge.
+	want := map[string][]TimerShift{"v": {{TimerExpiryNs: 1_000, CPUTimerExpiryNs: []int64{18_000, -5_000}}}}
+	if d := cmp.Diff(want, shifts); d != "" {
+		t.Errorf("shifts (-want +got):\n%s", d)
+	}
+	if _, shifts = WindowConditions(cal, &v1alpha1.NodeConstants{TimerExpiryNs: 20_000}, ws); shifts["v"][0].CPUTimerExpiryNs != nil {
+		t.Errorf("a user's timer expiry: the other CPUs' shifts %v, want none", shifts["v"][0].CPUTimerExpiryNs)
+	}
+}
+
 // The shift moves a figure and its quantiles alike, never below 1 ns,
 // and leaves a default (0) where it is.
 func TestShiftTimerPath(t *testing.T) {

@@ -49,6 +49,15 @@ type Node struct {
 	// original single-domain placement and balancing. Any other value
 	// builds the kernel's sched domains (see topology.go).
 	Topology Topology `json:"topology,omitempty"`
+	// TimerExpiryShiftNs are, by CPU number, how much later than
+	// Constants' timer expiry a timer interrupt comes on that CPU
+	// (negative: earlier; the interrupt's cost never drops below 1 ns); a
+	// CPU past the list's end has none. A virtual machine's host runs each
+	// vCPU's timer path in phases of its own: on the development VM the
+	// interrupt came 15-16 µs after a sleep's hard expiry on one vCPU while
+	// 20-28 µs on the other for tens of seconds (VALIDATION.md); the agent
+	// measures every CPU's path at a window's edges.
+	TimerExpiryShiftNs []int64 `json:"timerExpiryShiftNs,omitempty"`
 }
 
 // Topology is a symmetric CPU topology: Sockets packages (one NUMA node

@@ -534,7 +534,20 @@ func (s *sim) pushTimer(ti int32, from int64) {
 		s.push(event{t: tk, kind: evTimerSoft, a: ti})
 		return
 	}
-	s.push(event{t: max(hard+s.floorTab[t.floorIdx].timer, from), kind: evWake, a: ti})
+	s.push(event{t: max(hard+s.timerCost(t), from), kind: evWake, a: ti})
+}
+
+// timerCost is what the timer interrupt that ends t's sleep costs on t's
+// timer CPU: its wake-up's draw of the timer expiry (drawFloor), moved by
+// that CPU's shift (Node.TimerExpiryShiftNs), at least 1 ns when moved.
+func (s *sim) timerCost(t *task) int64 {
+	c := s.floorTab[t.floorIdx].timer
+	if s.cpuTimerShift != nil {
+		if d := s.cpuTimerShift[t.timerCPU]; d != 0 {
+			c = max(c+d, 1)
+		}
+	}
+	return c
 }
 
 // timerLive reports whether a timer event of ti is its timer's pending
@@ -551,7 +564,7 @@ func (s *sim) timerSoftExpiry(ti int32) {
 	t := &s.tasks[ti]
 	if s.cpus[t.timerCPU].curr >= 0 {
 		t.timerSeq = s.seq
-		s.push(event{t: s.now + s.floorTab[t.floorIdx].timer, kind: evWake, a: ti})
+		s.push(event{t: s.now + s.timerCost(t), kind: evWake, a: ti})
 		return
 	}
 	s.pushTimer(ti, s.now+1)

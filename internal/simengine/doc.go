@@ -76,7 +76,9 @@
 //     deadline: the first tick on a busy CPU, or another sleep's hard
 //     expiry (hrtimer_interrupt() expires every queued timer past its soft
 //     expiry, in hard-expiry order, so two sleeps within a slack of each
-//     other end together), then pays the timer interrupt; a wake-up onto an idle CPU other than the
+//     other end together), then pays the timer interrupt (each CPU's moved by
+//     Node.TimerExpiryShiftNs: a host's vCPUs have timer paths of their
+//     own); a wake-up onto an idle CPU other than the
 //     waker's goes through that CPU's wake list and pays the wake-up path
 //     (ttwu_queue_cond(): the IPI), while onto the waker's own CPU or a
 //     busy one the waker enqueues the task at once; a CPU leaving idle pays

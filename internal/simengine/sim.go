@@ -378,6 +378,7 @@ type sim struct {
 	bgNum                                                          int64 // task clock rate × 1e6
 	ctxNs, timerNs, wakeNs, idleExitNs, wakeCPUNs, armCPUNs        int64
 	floorTab                                                       [floorBuckets]floorCosts
+	cpuTimerShift                                                  []int64 // Node.TimerExpiryShiftNs, one per CPU (nil: none)
 	floorSpread                                                    bool
 	floorRnd                                                       uint64
 	spinRnd                                                        uint64 // spinOvershoot's stream
@@ -524,6 +525,10 @@ func newSim(in *Input) (*sim, error) {
 	s.newidleNs = k0.NewidleBalanceNs
 	s.niRnd = in.Seed*0xd1b54a32d192ed03 + 0x8bb84b93962eacc9
 	s.initFloor(k0, n.Calibration)
+	if len(n.TimerExpiryShiftNs) > 0 {
+		s.cpuTimerShift = make([]int64, n.CPUs)
+		copy(s.cpuTimerShift, n.TimerExpiryShiftNs)
+	}
 	s.spinRnd = s.in.Seed*0xbf58476d1ce4e5b9 + 0x94d049bb133111eb
 	s.jitterRnd = s.in.Seed*0x94d049bb133111eb + 0x2545f4914f6cdd1d
 	s.initHostPauses(k0)

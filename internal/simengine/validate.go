@@ -146,6 +146,14 @@ func validate(in *Input) error {
 	if err := validateTopology(n.Topology, n.CPUs); err != nil {
 		return err
 	}
+	if len(n.TimerExpiryShiftNs) > n.CPUs {
+		return fmt.Errorf("node.timerExpiryShiftNs has %d entries for %d CPUs; give at most one per CPU", len(n.TimerExpiryShiftNs), n.CPUs)
+	}
+	for c, d := range n.TimerExpiryShiftNs {
+		if d < -1_000_000_000 || d > 1_000_000_000 {
+			return fmt.Errorf("node.timerExpiryShiftNs[%d] is %d; set it between -1000000000 and 1000000000 (1s)", c, d)
+		}
+	}
 	switch n.Scheduler {
 	case "", EEVDF, CFS:
 	default:
