@@ -624,5 +624,10 @@ func printTimerPaths(w io.Writer, cal *v1alpha1.NodeCalibration, windows []v1alp
 		s := shifts[win.Variant][i]
 		fmt.Fprintf(w, "variant %s, repetition %d: timer path before %s; after %s; predicted with the timer expiry %+.1f µs, the idle exit %+.1f µs\n",
 			win.Variant, win.Repetition, edge(win.TimerPath.Before), edge(win.TimerPath.After), us(s.TimerExpiryNs), us(s.IdleExitNs))
+		for c, d := range s.CPUTimerExpiryNs {
+			if d != 0 {
+				fmt.Fprintf(w, "  CPU %d: its timer expiry %+.1f µs more (its edges' busy path against the measured CPU's)\n", c, us(d))
+			}
+		}
 	}
 }
