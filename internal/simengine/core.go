@@ -494,17 +494,15 @@ func (s *sim) enqueueTimer(ti int32) {
 	t := &s.tasks[ti]
 	hard := t.waitReason + t.slack
 	cpu := &s.cpus[t.cpu]
-	i := len(cpu.timers)
-	for i > 0 {
-		o := &s.tasks[cpu.timers[i-1]]
-		if o.waitReason+o.slack <= hard {
-			break
-		}
+	q := cpu.timers
+	i := len(q)
+	for i > 0 && q[i-1].hard > hard {
 		i--
 	}
-	cpu.timers = append(cpu.timers, 0)
-	copy(cpu.timers[i+1:], cpu.timers[i:])
-	cpu.timers[i] = ti
+	q = append(q, hrtimerEnt{})
+	copy(q[i+1:], q[i:])
+	q[i] = hrtimerEnt{soft: t.waitReason, hard: hard, ti: ti}
+	cpu.timers = q
 	t.timerArmed = true
 	t.timerCPU = t.cpu
 }
@@ -514,7 +512,7 @@ func (s *sim) dequeueTimer(ti int32) {
 	t := &s.tasks[ti]
 	cpu := &s.cpus[t.timerCPU]
 	for i, x := range cpu.timers {
-		if x == ti {
+		if x.ti == ti {
 			cpu.timers = append(cpu.timers[:i], cpu.timers[i+1:]...)
 			break
 		}
@@ -583,11 +581,12 @@ func (s *sim) timerSoftExpiry(ti int32) {
 func (s *sim) hrtimerInterrupt(ti int32) {
 	c := s.tasks[ti].timerCPU
 	cpu := &s.cpus[c]
+	run := s.expired[:0]
 	n := 0
-	for n < len(cpu.timers) && s.tasks[cpu.timers[n]].waitReason <= s.now {
+	for n < len(cpu.timers) && cpu.timers[n].soft <= s.now {
+		run = append(run, cpu.timers[n].ti)
 		n++
 	}
-	run := append(s.expired[:0], cpu.timers[:n]...)
 	cpu.timers = append(cpu.timers[:0], cpu.timers[n:]...)
 	self := false
 	for _, x := range run {

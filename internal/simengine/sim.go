@@ -316,11 +316,22 @@ type cpuState struct {
 	// timers is the CPU's hrtimer queue of sleeps (the clock base's
 	// timerqueue): tasks whose sleep timer is armed here, in the order of
 	// their hard expiries, equal ones in the order they were armed.
-	timers []int32
+	timers []hrtimerEnt
 	// mm is the address space the CPU holds (its active_mm, switchMM):
 	// the last task with one that ran here; noMM before any.
 	mm int32
 	_  [4]byte
+}
+
+// hrtimerEnt is a sleep timer on its CPU's queue (cpuState.timers): the
+// task and its expiries, copied from the task when it was armed (a queued
+// timer's expiries do not change: armTimer takes it off the queue before it
+// sets new ones), so that walking the queue reads the queue alone, not a
+// task's lines per timer (the timerqueue node holds its expiry in the
+// kernel as well: hrtimer's node.expires and _softexpires).
+type hrtimerEnt struct {
+	soft, hard int64 // t.waitReason and t.waitReason + t.slack
+	ti         int32
 }
 
 type event struct {
