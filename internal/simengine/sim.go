@@ -208,13 +208,16 @@ type task struct {
 	wakeAt  int64 // when the task should have run (for latency), -1 if none
 	pl      pelt2 // util_avg and runnable_avg
 
-	// Second cache line.
+	// Second cache line (with what a switch-in reads besides the first:
+	// the address space and, after a sleep, when the sleep began).
 	listStamp int64
 	cpuNs     int64 // window metrics: CPU time
-	release   int64 // Periodic: current release; LatencyProbe: current deadline
+	sleptAt   int64 // when the task last blocked (coldWake)
 	waker     int32 // CPU of the waker for a pending wake event
 	cpuPos    int32
-	partner   int32
+	// mm is the task's address space (switchMM): tasks with the same
+	// one are threads of one process; noMM for a kernel thread.
+	mm int32
 	// aff indexes sim.affs: the CPUs the task may run on
 	// (p->cpus_ptr); -1: every CPU.
 	aff         int32
@@ -246,17 +249,15 @@ type task struct {
 	// jitterNs: PingPong, the half-width of its messages' work spread
 	// (Pattern.RunJitterNs).
 	jitterNs int64
-	sleptAt  int64 // when the task last blocked (coldWake)
+	release  int64 // Periodic: current release; LatencyProbe: current deadline
 	// The sleep's hrtimer while it is queued on its CPU's timer queue
 	// (cpuState.timers): the sequence number of its one pending expiry
 	// check (evWake or evTimerSoft; an event with another is stale: the
 	// timer was expired by another timer's interrupt), and its CPU.
-	timerSeq uint64
-	group    int32 // input group index
-	timerCPU int32
-	// mm is the task's address space (switchMM): tasks with the same
-	// one are threads of one process; noMM for a kernel thread.
-	mm         int32
+	timerSeq   uint64
+	group      int32 // input group index
+	timerCPU   int32
+	partner    int32
 	timerArmed bool
 	_          [19]byte
 }
