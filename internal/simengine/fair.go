@@ -1528,13 +1528,7 @@ func (s *sim) checkPreemptWakeup(c, ti, wakerCPU int32) {
 	cq := s.ents[se].rq
 	s.updateCurr(cq)
 	if s.trace != nil {
-		r := &s.rqs[cq]
-		s.trace("  check wakeup: V=%d curr se%d v=%d d=%d prot=%v elig=%v | wakee se%d v=%d d=%d lag=%d", s.avgVruntime(cq),
-			se, s.ents[se].vruntime, s.ents[se].deadline, s.protectSlice(se), s.entityEligible(cq, se),
-			pse, s.ents[pse].vruntime, s.ents[pse].deadline, s.ents[pse].vlag)
-		for _, n := range r.tree {
-			s.trace("    tree se%d v=%d d=%d w=%d", n.se, n.v, n.d, s.ents[n.se].weight)
-		}
+		s.traceWakeupCheck(cq, se, pse)
 	}
 	if s.eevdf && s.vprot {
 		// v6.17+: a shorter slice lets the pick ignore curr's protection;
@@ -1571,6 +1565,24 @@ func (s *sim) checkPreemptWakeup(c, ti, wakerCPU int32) {
 		s.setNextBuddy(pse)
 		s.reschedCurr(c, lazy)
 		s.lastBuddyOnPreempt(curT, se)
+	}
+}
+
+// traceWakeupCheck traces the wake-up preemption check of wakee pse
+// against curr se on queue cq. It is a function of its own, never inlined,
+// so that checkPreemptWakeup's code stays short: the call with its eleven
+// converted arguments was most of that function's machine code, between the
+// update_curr() and the pick that run at every wake-up (instruction-cache
+// lines that every wake-up loaded and no untraced run executes).
+//
+//go:noinline
+func (s *sim) traceWakeupCheck(cq, se, pse int32) {
+	r := &s.rqs[cq]
+	s.trace("  check wakeup: V=%d curr se%d v=%d d=%d prot=%v elig=%v | wakee se%d v=%d d=%d lag=%d", s.avgVruntime(cq),
+		se, s.ents[se].vruntime, s.ents[se].deadline, s.protectSlice(se), s.entityEligible(cq, se),
+		pse, s.ents[pse].vruntime, s.ents[pse].deadline, s.ents[pse].vlag)
+	for _, n := range r.tree {
+		s.trace("    tree se%d v=%d d=%d w=%d", n.se, n.v, n.d, s.ents[n.se].weight)
 	}
 }
 
