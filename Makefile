@@ -74,10 +74,10 @@ reference: ## Compare the workload workers with reference tools here (root; rt-t
 	echo '| pattern | case | runner | round | what | value | noise (CPUs) / note |'; echo '|---|---|---|---|---|---|---|'; \
 	grep '^REF |' $$out | sed 's/^REF //'; rm -f $$out; exit $$rc
 
-# The measured campaign behind internal/simengine/VALIDATION.md's current table
-# (VALIDATION_RUNS=internal/simengine/testdata/validation/runs/2026-12-07-2014 replays the
-# fifteenth session's runs, whose windows carry their timer paths).
-VALIDATION_RUNS ?= internal/simengine/testdata/validation/runs/2026-12-07-1624
+# The measured campaign behind internal/simengine/VALIDATION.md's current table (the sixteenth
+# session's, every window with its timer path); VALIDATION_RUNS=.../runs/2026-12-07-1624 replays the
+# fourteenth session's, .../2026-12-07-2014 the fifteenth session's check.
+VALIDATION_RUNS ?= internal/simengine/testdata/validation/runs/2026-12-07-2150
 VALIDATION_ORDER := probe-hogs,weights-100-200-400,mixed,nice,nested-pods,custom-slice,wakeup-heavy-vs-hogs,desktop-interactivity,make-vs-probe,cgroup-weights
 
 .PHONY: validation
