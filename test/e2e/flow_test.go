@@ -27,6 +27,7 @@ import (
 
 	"github.com/schedlab/schedlab/api/v1alpha1"
 	"github.com/schedlab/schedlab/hack/demo/lab"
+	"github.com/schedlab/schedlab/test/util"
 )
 
 const (
@@ -124,7 +125,7 @@ func testSimulate(t *testing.T, l *lab.Lab) {
 	}
 	logResults(t, got)
 
-	want := waterfill([]float64{100, 200, 400}, float64(l.CPUs))
+	want := util.FairShares(float64(l.CPUs), []float64{100, 200, 400})
 	rows := 0
 	for _, r := range got.Status.Results {
 		if r.Measured != nil {
@@ -605,40 +606,6 @@ func schedlabProcesses() []string {
 		}
 	}
 	return out
-}
-
-// waterfill is the fair share of CPUs among one always-runnable task per weight: proportional
-// to weight, none above one CPU, what a capped task leaves going to the others.
-func waterfill(weights []float64, cpus float64) []float64 {
-	out := make([]float64, len(weights))
-	capped := make([]bool, len(weights))
-	left := cpus
-	for {
-		var sum float64
-		for i, w := range weights {
-			if !capped[i] {
-				sum += w
-			}
-		}
-		if sum == 0 {
-			return out
-		}
-		changed := false
-		for i, w := range weights {
-			if !capped[i] && left*w/sum >= 1 {
-				out[i], capped[i], changed = 1, true, true
-				left--
-			}
-		}
-		if !changed {
-			for i, w := range weights {
-				if !capped[i] {
-					out[i] = left * w / sum
-				}
-			}
-			return out
-		}
-	}
 }
 
 // dumpState logs what a failed run needs to be understood: the manager's and the pods' output
