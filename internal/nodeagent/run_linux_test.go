@@ -514,20 +514,29 @@ func TestRunRecordsWindowTimerPaths(t *testing.T) {
 	checkTimerPathSteps(t, steps, st.Windows)
 
 	// Re-run attempts: each attempt's after-edge is the next one's
-	// before-edge as well.
-	steps = nil
+	// before-edge as well. A window's noise is clamped at 0, and a window
+	// of 0 is not above any threshold (seen once at 23:22 UTC): then the
+	// run is made again, up to three times.
 	retried := spec.DeepCopy()
 	retried.Repetitions, retried.Variants = 1, retried.Variants[:1]
 	o.MaxAttempts, o.NoiseThreshold = 2, 1e-9
-	st2, err := Run(context.Background(), retried, o)
-	if err != nil {
-		t.Fatal(err)
+	for try := 1; ; try++ {
+		steps = nil
+		st2, err := Run(context.Background(), retried, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkNoWorkers(t, st2)
+		checkTimerPathSteps(t, steps, st2.Windows)
+		if len(st2.Windows) == 1 && st2.Windows[0].Attempts == 2 {
+			break
+		}
+		if try == 3 {
+			t.Errorf("windows %+v: want one, noisy in both its attempts, in one of three runs", st2.Windows)
+			break
+		}
+		t.Logf("run %d: windows %+v, not one noisy twice: again", try, st2.Windows)
 	}
-	checkNoWorkers(t, st2)
-	if len(st2.Windows) != 1 || st2.Windows[0].Attempts != 2 {
-		t.Errorf("windows %+v: want one, noisy in both its attempts", st2.Windows)
-	}
-	checkTimerPathSteps(t, steps, st2.Windows)
 
 	cal := st.Calibration
 	if cal == nil {
