@@ -514,6 +514,18 @@ type TimerPathSample struct {
 	// +required
 	// +kubebuilder:validation:Minimum=0
 	BusyTimerNs int64 `json:"busyTimerNs"`
+	// busyTimerQuantilesNs spreads busyTimerNs: the lateness of the same
+	// sleeps at the levels of constants.timerExpiryQuantilesNs (5, 25,
+	// 50, 75, 90, 95 and 99 %, nondecreasing; the 50 % level is
+	// busyTimerNs). The calibration window's counterpart at each level is
+	// its timerExpiryQuantilesNs and ctxSwitchQuantilesNs at that level
+	// together. Absent in runs of agents before the sixteenth session.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=7
+	// +kubebuilder:validation:MaxItems=7
+	// +kubebuilder:validation:items:Minimum=0
+	BusyTimerQuantilesNs []int64 `json:"busyTimerQuantilesNs,omitempty"`
 	// idleQuiet is the fraction of the idle sleeps that were quiet.
 	// +optional
 	// +kubebuilder:validation:Minimum=0

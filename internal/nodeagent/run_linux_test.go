@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/schedlab/schedlab/api/v1alpha1"
 	"github.com/schedlab/schedlab/internal/nodeagent/host"
+	"github.com/schedlab/schedlab/internal/simengine"
 	"github.com/schedlab/schedlab/test/util"
 )
 
@@ -591,6 +593,7 @@ func TestRunRecordsWindowTimerPaths(t *testing.T) {
 					t.Errorf("window %s/%d %s: %s timer %d ns, want a wake-up path's duration within a factor 4 of the calibration window's %d ns", w.Variant, w.Repetition, edge, name, v[0], v[1])
 				}
 			}
+			checkBusyTimerQuantiles(t, fmt.Sprintf("window %s/%d %s", w.Variant, w.Repetition, edge), s)
 			if s.Samples != 150 {
 				t.Errorf("window %s/%d %s: %d sleeps of each kind, want the default 150", w.Variant, w.Repetition, edge, s.Samples)
 			}
@@ -668,5 +671,25 @@ func checkTimerPathSteps(t *testing.T, steps []string, ws []v1alpha1.WindowResul
 			t.Errorf("measured window %d's before-edge (idle %d ns, busy %d ns, took %d ns) is not window %d's after-edge (idle %d ns, busy %d ns, took %d ns): nothing ran between them",
 				k, next.Before.IdleTimerNs, next.Before.BusyTimerNs, next.Before.DurationNs, k-1, prev.After.IdleTimerNs, prev.After.BusyTimerNs, prev.After.DurationNs)
 		}
+	}
+}
+
+// checkBusyTimerQuantiles holds an edge's busy quantiles to what the
+// prediction reads from them: one per quantile level, nondecreasing, each a
+// wake-up path's duration, with busyTimerNs (the same sleeps' median) at
+// the 50 % level.
+func checkBusyTimerQuantiles(t *testing.T, edge string, s *v1alpha1.TimerPathSample) {
+	t.Helper()
+	q := s.BusyTimerQuantilesNs
+	t.Logf("%s: busy quantiles %v ns", edge, q)
+	if len(q) != len(simengine.QuantileLevels) {
+		t.Errorf("%s: busy quantiles %v, want one at each of the levels %v", edge, q, simengine.QuantileLevels)
+		return
+	}
+	if !slices.IsSorted(q) || q[0] <= 0 || q[len(q)-1] > 100_000_000 {
+		t.Errorf("%s: busy quantiles %v ns, want nondecreasing wake-up path durations", edge, q)
+	}
+	if q[simengine.QuantileMedian] != s.BusyTimerNs {
+		t.Errorf("%s: busy quantiles %v ns, want busyTimerNs %d ns at the median", edge, q, s.BusyTimerNs)
 	}
 }

@@ -158,6 +158,7 @@ func TimerPath(ctx context.Context, n int) (*v1alpha1.TimerPathSample, error) {
 	idleLate, idleQuiet := idle.quietMedian()
 	busyLate, busyQuiet := b.thread.quietMedian()
 	tp := timerPathSample(idleLate, busyLate, idleQuiet, busyQuiet, n, idleFrac, now()-t0)
+	tp.BusyTimerQuantilesNs = b.thread.quietQuantiles()
 	tp.CPU = ptr.To(int32(last))
 	return tp, nil
 }
@@ -212,6 +213,7 @@ func TimerPathOtherCPUs(ctx context.Context, n int) ([]v1alpha1.TimerPathSample,
 			idleLate, idleQuiet := idle.quietMedian()
 			busyLate, busyQuiet := b.thread.quietMedian()
 			tp := timerPathSample(idleLate, busyLate, idleQuiet, busyQuiet, n, idleFrac, now()-t0)
+			tp.BusyTimerQuantilesNs = b.thread.quietQuantiles()
 			tp.CPU = ptr.To(int32(c))
 			out[i] = *tp
 		}()
@@ -235,6 +237,16 @@ func (t timerSamples) quietMedian() (late int64, quiet float64) {
 		return median(slices.Clone(t.quiet)), quiet
 	}
 	return median(slices.Clone(t.all)), quiet
+}
+
+// quietQuantiles are the lateness quantiles (simengine.QuantileLevels) of
+// the sleeps quietMedian takes its median from, so that their 50 % level
+// is that median; nil without sleeps.
+func (t timerSamples) quietQuantiles() []int64 {
+	if len(t.quiet) > 0 && 10*len(t.quiet) >= len(t.all) {
+		return simengine.OrderQuantiles(t.quiet)
+	}
+	return simengine.OrderQuantiles(t.all)
 }
 
 // idleTimerSleeps is timerSleeps on an otherwise idle cpu (no spinner)

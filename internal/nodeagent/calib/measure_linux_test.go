@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/schedlab/schedlab/api/v1alpha1"
+	"github.com/schedlab/schedlab/internal/simengine"
 )
 
 // The window on this machine: every figure is a real, positive duration in
@@ -323,9 +324,15 @@ func TestQuietMedian(t *testing.T) {
 		{quiet: []int64{22_000, 23_000, 24_000}, want: 30_050},
 		{quiet: nil, want: 30_050},
 	} {
-		late, q := timerSamples{all: all, quiet: c.quiet}.quietMedian()
+		ts := timerSamples{all: all, quiet: c.quiet}
+		late, q := ts.quietMedian()
 		if late != c.want || q != float64(len(c.quiet))/100 {
 			t.Errorf("%d quiet of 100: median %d, quiet %.2f; want %d, %.2f", len(c.quiet), late, q, c.want, float64(len(c.quiet))/100)
+		}
+		// The quantiles are of the same sleeps: the median at 50 %.
+		qs := ts.quietQuantiles()
+		if len(qs) != len(simengine.QuantileLevels) || !slices.IsSorted(qs) || qs[simengine.QuantileMedian] != c.want {
+			t.Errorf("%d quiet of 100: quantiles %v, want nondecreasing ones at each level with the median %d at 50 %%", len(c.quiet), qs, c.want)
 		}
 	}
 }
