@@ -1,6 +1,8 @@
 package experiment
 
 import (
+	"slices"
+
 	"github.com/schedlab/schedlab/api/v1alpha1"
 	"github.com/schedlab/schedlab/internal/simengine"
 )
@@ -32,9 +34,17 @@ import (
 // afterOtherCPUs: a host runs each vCPU's timer path in phases of its
 // own); nil when the window has none. The simulator adds it to that CPU's
 // timer expiry (simengine.Node.TimerExpiryShiftNs).
+//
+// TimerExpiryQuantilesNs, when the window's edges recorded their busy
+// sleeps' quantiles (TimerPathSample.busyTimerQuantilesNs), is the
+// window's timer expiry spread in place of the calibration's moved by
+// TimerExpiryNs (edgeTimerExpiryQuantiles): a host's slow phase widens the
+// spread as well as moving it, and a calibration window that met it would
+// otherwise carry its tail into every window. Nil otherwise.
 type TimerShift struct {
 	TimerExpiryNs, IdleExitNs int64
 	CPUTimerExpiryNs          []int64
+	TimerExpiryQuantilesNs    []int64
 }
 
 // minIdleCPUIdle: an edge whose idle sleeps' CPU was idle less than this
@@ -93,7 +103,7 @@ func WindowConditions(cal *v1alpha1.NodeCalibration, user *v1alpha1.NodeConstant
 			s := windowTimerShift(cal, w.TimerPath)
 			if user != nil {
 				if user.TimerExpiryNs != 0 || len(user.TimerExpiryQuantilesNs) > 0 {
-					s.TimerExpiryNs, s.CPUTimerExpiryNs = 0, nil
+					s.TimerExpiryNs, s.CPUTimerExpiryNs, s.TimerExpiryQuantilesNs = 0, nil, nil
 				}
 				if user.IdleExitNs != 0 || len(user.IdleExitQuantilesNs) > 0 {
 					s.IdleExitNs = 0
@@ -124,11 +134,13 @@ func windowTimerShift(cal *v1alpha1.NodeCalibration, tp *v1alpha1.WindowTimerPat
 		return TimerShift{}
 	}
 	var busy, idle []int64
+	var busyQ [][]int64
 	for _, s := range []*v1alpha1.TimerPathSample{tp.Before, tp.After} {
 		if s == nil || s.BusyTimerNs <= 0 || (s.BusyQuiet != nil && *s.BusyQuiet < minBusyQuiet) {
 			continue
 		}
 		busy = append(busy, s.BusyTimerNs)
+		busyQ = append(busyQ, s.BusyTimerQuantilesNs)
 		if s.IdleTimerNs > 0 && (s.IdleCPUIdle == nil || *s.IdleCPUIdle >= minIdleCPUIdle) {
 			idle = append(idle, s.IdleTimerNs)
 		}
@@ -149,6 +161,42 @@ func windowTimerShift(cal *v1alpha1.NodeCalibration, tp *v1alpha1.WindowTimerPat
 		out.IdleExitNs = (mean(idle) - calIdle) - out.TimerExpiryNs
 	}
 	out.CPUTimerExpiryNs = otherCPUsTimerShift(tp, mean(busy), mean)
+	out.TimerExpiryQuantilesNs = edgeTimerExpiryQuantiles(cal, busyQ, mean)
+	return out
+}
+
+// edgeTimerExpiryQuantiles is the window's timer expiry spread from its
+// usable edges' busy quantiles (busyQ, one list per edge): at each level
+// the mean of the edges' less the calibration's context switch at that
+// level, at least 1 ns, sorted. The calibration derives its own the same
+// way (calib.Raw.Constants: the busy path's quantile less the switch's at
+// each level, the busy path being timer expiry and context switch), and
+// its busy median, against which TimerExpiryNs is taken, is the two
+// terms' 50 % levels together (CalibrationTimerPath): edges whose spread
+// is the calibration's moved by d give the calibration's timer expiry
+// quantiles moved by d, what TimerExpiryNs alone would. Nil when an edge
+// lacks quantiles (runs of older agents) or the calibration lacks the two
+// terms' quantiles.
+func edgeTimerExpiryQuantiles(cal *v1alpha1.NodeCalibration, busyQ [][]int64, mean func([]int64) int64) []int64 {
+	n := len(simengine.QuantileLevels)
+	k := cal.Constants
+	if len(busyQ) == 0 || len(k.TimerExpiryQuantilesNs) != n || len(k.CtxSwitchQuantilesNs) != n {
+		return nil
+	}
+	for _, q := range busyQ {
+		if len(q) != n {
+			return nil
+		}
+	}
+	out := make([]int64, n)
+	at := make([]int64, len(busyQ))
+	for i := range out {
+		for e, q := range busyQ {
+			at[e] = q[i]
+		}
+		out[i] = max(mean(at)-k.CtxSwitchQuantilesNs[i], 1)
+	}
+	slices.Sort(out)
 	return out
 }
 
@@ -210,9 +258,10 @@ func CalibrationTimerPath(cal *v1alpha1.NodeCalibration) (busy, idle int64) {
 
 // shiftTimerPath is c with its timer expiry and idle exit moved by s,
 // each figure and its quantiles alike (the simulator draws from the
-// quantiles when they are there), at least 1 ns each. A constant left at
-// the simulator's default (0, no quantiles) stays: there is no measured
-// path to move.
+// quantiles when they are there), at least 1 ns each; with
+// s.TimerExpiryQuantilesNs, the timer expiry's quantiles are those
+// instead. A constant left at the simulator's default (0, no quantiles)
+// stays: there is no measured path to move.
 func shiftTimerPath(c simengine.Constants, s TimerShift) simengine.Constants {
 	move := func(v *int64, q *[]int64, d int64) {
 		if d == 0 {
@@ -231,5 +280,8 @@ func shiftTimerPath(c simengine.Constants, s TimerShift) simengine.Constants {
 	}
 	move(&c.TimerExpiryNs, &c.TimerExpiryQuantilesNs, s.TimerExpiryNs)
 	move(&c.IdleExitNs, &c.IdleExitQuantilesNs, s.IdleExitNs)
+	if len(c.TimerExpiryQuantilesNs) > 0 && len(s.TimerExpiryQuantilesNs) == len(c.TimerExpiryQuantilesNs) {
+		c.TimerExpiryQuantilesNs = slices.Clone(s.TimerExpiryQuantilesNs)
+	}
 	return c
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -239,5 +240,80 @@ func TestCalibrationTimerPath(t *testing.T) {
 	k.TimerExpiryQuantilesNs, k.IdleExitQuantilesNs, k.CtxSwitchQuantilesNs = nil, nil, nil
 	if busy, idle := CalibrationTimerPath(cal); busy != 24_400 || idle != 44_000 {
 		t.Errorf("without quantiles: busy %d, idle %d ns, want 18400+6000 and timerLatenessNs 44000", busy, idle)
+	}
+}
+
+// Edges that record their busy sleeps' quantiles give the window's timer
+// expiry spread: edges whose spread is the calibration's moved by d give
+// exactly the constants the median shift alone gives; narrower edges (a
+// calibration window in the host's slow phase, edges in its fast one) a
+// narrower spread, at each level the edges' mean less the calibration's
+// context switch; an edge without quantiles, or a user's timer expiry,
+// leaves the shifted calibration quantiles.
+func TestWindowConditionsEdgeQuantiles(t *testing.T) {
+	cal := testCal()
+	k := cal.Constants
+	busyOf := func(d int64) []int64 {
+		q := make([]int64, len(k.TimerExpiryQuantilesNs))
+		for i := range q {
+			q[i] = k.TimerExpiryQuantilesNs[i] + k.CtxSwitchQuantilesNs[i] + d
+		}
+		return q
+	}
+	edge := func(q []int64) *v1alpha1.TimerPathSample {
+		return &v1alpha1.TimerPathSample{IdleTimerNs: 44_000, BusyTimerNs: q[simengine.QuantileMedian], BusyTimerQuantilesNs: q, Samples: 150, IdleCPUIdle: f64(0.9), BusyQuiet: f64(0.9)}
+	}
+	window := func(before, after *v1alpha1.TimerPathSample) []v1alpha1.WindowResult {
+		return []v1alpha1.WindowResult{{Variant: "v", Groups: []v1alpha1.GroupMeasurement{{Name: "hogs"}}, TimerPath: &v1alpha1.WindowTimerPath{Before: before, After: after}}}
+	}
+	simConsts := simengine.Constants{
+		TimerExpiryNs: k.TimerExpiryNs, CtxSwitchNs: k.CtxSwitchNs, IdleExitNs: k.IdleExitNs,
+		TimerExpiryQuantilesNs: k.TimerExpiryQuantilesNs, CtxSwitchQuantilesNs: k.CtxSwitchQuantilesNs, IdleExitQuantilesNs: k.IdleExitQuantilesNs,
+	}
+
+	// The same spread 3.0 and 4.0 µs later: +3.5 µs, as by the medians.
+	_, shifts := WindowConditions(cal, nil, window(edge(busyOf(3_000)), edge(busyOf(4_000))))
+	s := shifts["v"][0]
+	if s.TimerExpiryNs != 3_500 {
+		t.Errorf("same spread: timer expiry %+d ns, want +3500", s.TimerExpiryNs)
+	}
+	byMedian := s
+	byMedian.TimerExpiryQuantilesNs = nil
+	if d := cmp.Diff(shiftTimerPath(simConsts, byMedian), shiftTimerPath(simConsts, s)); d != "" {
+		t.Errorf("same spread: constants differ from the median shift's (-median +quantiles):\n%s", d)
+	}
+
+	// A narrow fast phase (the stored check's 2026-12-07-2311 edges'
+	// shape) against the calibration's wider spread.
+	narrow := []int64{21_400, 21_800, 22_200, 22_500, 23_000, 25_600, 60_300}
+	narrow2 := []int64{21_600, 22_000, 22_400, 22_700, 23_200, 25_800, 60_500}
+	_, shifts = WindowConditions(cal, nil, window(edge(narrow), edge(narrow2)))
+	s = shifts["v"][0]
+	want := []int64{21_500 - 4_200, 21_900 - 4_200, 22_300 - 6_000, 22_600 - 6_900, 23_100 - 7_000, 25_700 - 7_200, 60_400 - 8_000}
+	slices.Sort(want)
+	if d := cmp.Diff(want, s.TimerExpiryQuantilesNs); d != "" {
+		t.Errorf("narrow edges: timer expiry quantiles (-want +got):\n%s", d)
+	}
+	if got := shiftTimerPath(simConsts, s); !slices.Equal(got.TimerExpiryQuantilesNs, want) || got.TimerExpiryNs != k.TimerExpiryNs+s.TimerExpiryNs {
+		t.Errorf("narrow edges: predicted with timer expiry %d ns, quantiles %v; want %d, %v", got.TimerExpiryNs, got.TimerExpiryQuantilesNs, k.TimerExpiryNs+s.TimerExpiryNs, want)
+	}
+
+	// One usable edge without quantiles: the median shift alone.
+	old := edge(narrow2)
+	old.BusyTimerQuantilesNs = nil
+	_, shifts = WindowConditions(cal, nil, window(edge(narrow), old))
+	if q := shifts["v"][0].TimerExpiryQuantilesNs; q != nil {
+		t.Errorf("an edge without quantiles: timer expiry quantiles %v, want none", q)
+	}
+	// An unusable edge (few quiet busy sleeps) does not count.
+	noisy := edge([]int64{50_000, 60_000, 70_000, 80_000, 90_000, 95_000, 99_000})
+	noisy.BusyQuiet = f64(0.05)
+	_, shifts = WindowConditions(cal, nil, window(noisy, edge(narrow)))
+	if q := shifts["v"][0].TimerExpiryQuantilesNs; len(q) != len(narrow) || q[6] != 60_300-8_000 {
+		t.Errorf("a noisy before-edge: timer expiry quantiles %v, want the after-edge's alone", q)
+	}
+	_, shifts = WindowConditions(cal, &v1alpha1.NodeConstants{TimerExpiryNs: 20_000}, window(edge(narrow), edge(narrow2)))
+	if q := shifts["v"][0].TimerExpiryQuantilesNs; q != nil {
+		t.Errorf("a user's timer expiry: timer expiry quantiles %v, want none", q)
 	}
 }
