@@ -142,24 +142,29 @@ func TimerPath(ctx context.Context, n int) (*v1alpha1.TimerPathSample, error) {
 	if err != nil {
 		return nil, err
 	}
-	last := cpus[len(cpus)-1]
+	return timerPathOn(ctx, cpus[len(cpus)-1], n)
+}
+
+// timerPathOn is TimerPath on cpu: n idle sleeps, then n busy ones beside a
+// spinner on the same CPU, the sample naming its CPU.
+func timerPathOn(ctx context.Context, cpu, n int) (*v1alpha1.TimerPathSample, error) {
 	t0 := now()
-	idle, idleFrac, err := idleTimerSleeps(last, n)
+	idle, idleFrac, err := idleTimerSleeps(cpu, n)
 	if err != nil {
-		return nil, fmt.Errorf("timer path: %w", err)
+		return nil, fmt.Errorf("timer path on CPU %d: %w", cpu, err)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	b, err := busyTimerLateness(ctx, last, n, "")
+	b, err := busyTimerLateness(ctx, cpu, n, "")
 	if err != nil {
-		return nil, fmt.Errorf("timer path: %w", err)
+		return nil, fmt.Errorf("timer path on CPU %d: %w", cpu, err)
 	}
 	idleLate, idleQuiet := idle.quietMedian()
 	busyLate, busyQuiet := b.thread.quietMedian()
 	tp := timerPathSample(idleLate, busyLate, idleQuiet, busyQuiet, n, idleFrac, now()-t0)
 	tp.BusyTimerQuantilesNs = b.thread.quietQuantiles()
-	tp.CPU = ptr.To(int32(last))
+	tp.CPU = ptr.To(int32(cpu))
 	return tp, nil
 }
 
@@ -195,26 +200,11 @@ func TimerPathOtherCPUs(ctx context.Context, n int) ([]v1alpha1.TimerPathSample,
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			t0 := now()
-			idle, idleFrac, err := idleTimerSleeps(c, n)
+			tp, err := timerPathOn(ctx, c, n)
 			if err != nil {
-				errs[i] = fmt.Errorf("timer path on CPU %d: %w", c, err)
-				return
-			}
-			if err := ctx.Err(); err != nil {
 				errs[i] = err
 				return
 			}
-			b, err := busyTimerLateness(ctx, c, n, "")
-			if err != nil {
-				errs[i] = fmt.Errorf("timer path on CPU %d: %w", c, err)
-				return
-			}
-			idleLate, idleQuiet := idle.quietMedian()
-			busyLate, busyQuiet := b.thread.quietMedian()
-			tp := timerPathSample(idleLate, busyLate, idleQuiet, busyQuiet, n, idleFrac, now()-t0)
-			tp.BusyTimerQuantilesNs = b.thread.quietQuantiles()
-			tp.CPU = ptr.To(int32(c))
 			out[i] = *tp
 		}()
 	}
