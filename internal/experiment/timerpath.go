@@ -136,7 +136,7 @@ func windowTimerShift(cal *v1alpha1.NodeCalibration, tp *v1alpha1.WindowTimerPat
 	var busy, idle []int64
 	var busyQ [][]int64
 	for _, s := range []*v1alpha1.TimerPathSample{tp.Before, tp.After} {
-		if s == nil || s.BusyTimerNs <= 0 || (s.BusyQuiet != nil && *s.BusyQuiet < minBusyQuiet) {
+		if s == nil || !usableBusyEdge(s) {
 			continue
 		}
 		busy = append(busy, s.BusyTimerNs)
@@ -148,21 +148,29 @@ func windowTimerShift(cal *v1alpha1.NodeCalibration, tp *v1alpha1.WindowTimerPat
 	if len(busy) == 0 {
 		return TimerShift{}
 	}
-	mean := func(xs []int64) int64 {
-		var s int64
-		for _, x := range xs {
-			s += x
-		}
-		return s / int64(len(xs))
-	}
 	calBusy, calIdle := CalibrationTimerPath(cal)
-	out := TimerShift{TimerExpiryNs: mean(busy) - calBusy}
+	out := TimerShift{TimerExpiryNs: meanNs(busy) - calBusy}
 	if len(idle) > 0 && calIdle > 0 {
-		out.IdleExitNs = (mean(idle) - calIdle) - out.TimerExpiryNs
+		out.IdleExitNs = (meanNs(idle) - calIdle) - out.TimerExpiryNs
 	}
-	out.CPUTimerExpiryNs = otherCPUsTimerShift(tp, mean(busy), mean)
-	out.TimerExpiryQuantilesNs = edgeTimerExpiryQuantiles(cal, busyQ, mean)
+	out.CPUTimerExpiryNs = otherCPUsTimerShift(tp, meanNs(busy))
+	out.TimerExpiryQuantilesNs = edgeTimerExpiryQuantiles(cal, busyQ)
 	return out
+}
+
+// usableBusyEdge: an edge's busy median is read when it has one and at
+// least minBusyQuiet of its busy sleeps were quiet (or it does not say).
+func usableBusyEdge(s *v1alpha1.TimerPathSample) bool {
+	return s.BusyTimerNs > 0 && (s.BusyQuiet == nil || *s.BusyQuiet >= minBusyQuiet)
+}
+
+// meanNs is the integer mean of xs (not empty).
+func meanNs(xs []int64) int64 {
+	var s int64
+	for _, x := range xs {
+		s += x
+	}
+	return s / int64(len(xs))
 }
 
 // edgeTimerExpiryQuantiles is the window's timer expiry spread from its
@@ -177,7 +185,7 @@ func windowTimerShift(cal *v1alpha1.NodeCalibration, tp *v1alpha1.WindowTimerPat
 // quantiles moved by d, what TimerExpiryNs alone would. Nil when an edge
 // lacks quantiles (runs of older agents) or the calibration lacks the two
 // terms' quantiles.
-func edgeTimerExpiryQuantiles(cal *v1alpha1.NodeCalibration, busyQ [][]int64, mean func([]int64) int64) []int64 {
+func edgeTimerExpiryQuantiles(cal *v1alpha1.NodeCalibration, busyQ [][]int64) []int64 {
 	n := len(simengine.QuantileLevels)
 	k := cal.Constants
 	if len(busyQ) == 0 || len(k.TimerExpiryQuantilesNs) != n || len(k.CtxSwitchQuantilesNs) != n {
@@ -194,7 +202,7 @@ func edgeTimerExpiryQuantiles(cal *v1alpha1.NodeCalibration, busyQ [][]int64, me
 		for e, q := range busyQ {
 			at[e] = q[i]
 		}
-		out[i] = max(mean(at)-k.CtxSwitchQuantilesNs[i], 1)
+		out[i] = max(meanNs(at)-k.CtxSwitchQuantilesNs[i], 1)
 	}
 	slices.Sort(out)
 	return out
@@ -204,12 +212,12 @@ func edgeTimerExpiryQuantiles(cal *v1alpha1.NodeCalibration, busyQ [][]int64, me
 // path of each other CPU was than busy, the last CPU's (the mean of its
 // edges' busy medians): the mean of that CPU's usable edges (minBusyQuiet)
 // less busy; nil when no other CPU has one.
-func otherCPUsTimerShift(tp *v1alpha1.WindowTimerPath, busy int64, mean func([]int64) int64) []int64 {
+func otherCPUsTimerShift(tp *v1alpha1.WindowTimerPath, busy int64) []int64 {
 	per := map[int32][]int64{}
 	top := int32(-1)
 	for _, ss := range [][]v1alpha1.TimerPathSample{tp.BeforeOtherCPUs, tp.AfterOtherCPUs} {
 		for _, s := range ss {
-			if s.CPU == nil || *s.CPU < 0 || s.BusyTimerNs <= 0 || (s.BusyQuiet != nil && *s.BusyQuiet < minBusyQuiet) {
+			if s.CPU == nil || *s.CPU < 0 || !usableBusyEdge(&s) {
 				continue
 			}
 			per[*s.CPU] = append(per[*s.CPU], s.BusyTimerNs)
@@ -221,7 +229,7 @@ func otherCPUsTimerShift(tp *v1alpha1.WindowTimerPath, busy int64, mean func([]i
 	}
 	out := make([]int64, top+1)
 	for c, xs := range per {
-		out[c] = mean(xs) - busy
+		out[c] = meanNs(xs) - busy
 	}
 	return out
 }
