@@ -19,8 +19,9 @@ import (
 // were (kdamond.0 and other processes on the probe's CPU). The CPU the
 // modelled threads stand for is taken out of the windows' background load
 // (WithWindowNoise); what is left (interrupts, processes below the
-// sources' floor or that ended within the window, real-time threads)
-// stays a uniform slowdown, as before.
+// sources' floor, real-time threads) stays a uniform slowdown, as before.
+// Processes that ended within the window run as tasks beside their parent
+// (endedChildren).
 
 // foreignThread says whether a noise thread runs as a Foreign task on a
 // shape of cpus CPUs, and on which of them (nil: all): a fair-class
@@ -50,9 +51,57 @@ func foreignThread(t *v1alpha1.NoiseThread, cpus int32) (pin []int32, ok bool) {
 	return pin, true
 }
 
+// endedChildren is the thread that stands for a noise source's children
+// that ended within the window (NoiseSource.ExitedChildrenCPU: a shell's
+// or make's commands, which the agent never saw as processes of their own),
+// and the CPUs they may run on (nil: all): false when none did, when they
+// are a kernel thread's (kthreadd's workers are kernel threads the windows
+// list themselves), when their CPU is already counted in a recorded foreign
+// cgroup's (cgroupRests: the cgroup's CPU includes its ended processes'),
+// or when their parent's thread is not one foreignThread runs. They run
+// as their parent's main thread does: its policy, nice and CPUs (a child
+// inherits them at fork, sched_fork() v6.18, unless reset on fork), in its
+// scheduling group (the same cgroup and autogroup). How many children
+// there were the agent does not count: a parent that waits for each child
+// wakes once when it ends (wait4() returns on the child's exit), so the
+// parent's main thread's wake-ups, at least one, stand for the children;
+// the bursts are their CPU over that count.
+//
+// The kernel takes their CPU from the tasks of the CPU they run on, not
+// from every task alike: the stored campaign 2026-12-07-2150's cgroup-weights
+// window beside a shell's commands (0.683 CPUs of ended children) measured
+// the light group (weight 100, 8 hogs) at 0.372 CPUs and the heavy one
+// (weight 400, 1 hog) at 0.816, where a uniform slowdown predicts
+// 0.571 / 0.619: the children ran on the light group's CPU, the less
+// loaded one (find_idlest_cpu() at fork, and wake-ups stay near where
+// they ran).
+func endedChildren(w *v1alpha1.WindowResult, s *v1alpha1.NoiseSource, cpus int32) (v1alpha1.NoiseThread, []int32, bool) {
+	if s.ExitedChildrenCPU <= 0 || s.KernelThread {
+		return v1alpha1.NoiseThread{}, nil, false
+	}
+	if s.Cgroup != "" && s.Cgroup != "/" {
+		top := topCgroup(s.Cgroup)
+		for i := range w.ForeignCgroups {
+			if w.ForeignCgroups[i].Path == top {
+				return v1alpha1.NoiseThread{}, nil, false
+			}
+		}
+	}
+	th := v1alpha1.NoiseThread{TID: -1, Name: s.Name + " (ended children)", CPU: s.ExitedChildrenCPU, Wakeups: 1}
+	for i := range s.Threads {
+		t := &s.Threads[i]
+		if i == 0 || t.TID == s.PID {
+			th.Policy, th.Nice, th.RTPriority, th.CPUs = t.Policy, t.Nice, t.RTPriority, t.CPUs
+			th.Wakeups = max(t.Wakeups, 1)
+		}
+	}
+	pin, ok := foreignThread(&th, cpus)
+	return th, pin, ok
+}
+
 // foreignCPU is the CPUs of a window's noise that ForeignTasks runs as
-// tasks on a shape of cpus CPUs: its noise threads' and what its foreign
-// cgroups used beyond them.
+// tasks on a shape of cpus CPUs: its noise threads', its sources' ended
+// children's and what its foreign cgroups used beyond them.
 func foreignCPU(w *v1alpha1.WindowResult, cpus int32) float64 {
 	var sum float64
 	for i := range w.NoiseSources {
@@ -61,6 +110,9 @@ func foreignCPU(w *v1alpha1.WindowResult, cpus int32) float64 {
 				t := &w.NoiseSources[i].Threads[j]
 				sum += t.CPU
 			}
+		}
+		if th, _, ok := endedChildren(w, &w.NoiseSources[i], cpus); ok {
+			sum += th.CPU
 		}
 	}
 	for _, r := range cgroupRests(w) {
@@ -200,6 +252,9 @@ type foreignAcc struct {
 // picks it when it is eligible with the earliest deadline — the
 // simulator's rules, unchanged.
 //
+// A source's children that ended within the window run as tasks of
+// their own beside it (endedChildren), named ".../PID/-1".
+//
 // Windows of unsupported variants are skipped. nil when no window has
 // threads or cgroups (older runs; Simulate mode): the prediction is as
 // before.
@@ -255,6 +310,19 @@ func ForeignTasks(cpus int32, duration time.Duration, nodes ...[]v1alpha1.Window
 					a.waitNs += threadWait(s, t) * secs * 1e9
 					a.wakeups += max(t.Wakeups, 1)
 				}
+				if th, _, ok := endedChildren(w, s, cpus); ok {
+					k := foreignKey{node: ni, pid: s.PID, tid: th.TID, name: s.Name}
+					a := acc[w.Variant][k]
+					if a == nil {
+						a = &foreignAcc{}
+						acc[w.Variant][k] = a
+					}
+					// Their time waiting on a run queue is not known
+					// (a process's run_delay ends with it): none.
+					a.src, a.th = *s, th
+					a.cpuNs += th.CPU * secs * 1e9
+					a.wakeups += th.Wakeups
+				}
 			}
 		}
 	}
@@ -293,15 +361,23 @@ func ForeignTasks(cpus int32, duration time.Duration, nodes ...[]v1alpha1.Window
 		for _, k := range keys {
 			a := acc[v][k]
 			pin, _ := foreignThread(&a.th, cpus)
-			run := a.cpuNs / float64(a.wakeups)
-			period := n * secs * 1e9 / float64(a.wakeups) // wall time per wake-up
+			// Ended children that used more than a CPU ran side by side
+			// (make -j): as many tasks as CPUs they used, rounded up,
+			// each with its part of the CPU and of the children.
+			tasks := 1
+			if children := k.tid < 0; children {
+				tasks = max(int(math.Ceil(a.cpuNs/(n*secs*1e9)-1e-9)), 1)
+			}
+			wakes := max(float64(a.wakeups)/float64(tasks), 1)
+			run := a.cpuNs / float64(tasks) / wakes
+			period := n * secs * 1e9 / wakes // wall time per wake-up
 			// Off a CPU it either sleeps or waits on a run queue; only the
 			// sleep is the pattern's, the wait comes back in the
 			// simulation as the simulated CPUs keep it waiting.
-			wait := a.waitNs / float64(a.wakeups)
+			wait := a.waitNs / float64(tasks) / wakes
 			g := simengine.Group{
 				Name:   fmt.Sprintf("foreign:%d/%s/%d/%d", k.node, k.name, k.pid, k.tid),
-				Tasks:  1,
+				Tasks:  tasks,
 				Nice:   int(a.th.Nice),
 				Policy: a.th.Policy,
 				CPUs:   pin,
@@ -311,9 +387,17 @@ func ForeignTasks(cpus int32, duration time.Duration, nodes ...[]v1alpha1.Window
 			}
 			// Its address space: a kernel thread has none, a process's
 			// threads share their process's.
-			if a.src.KernelThread {
+			switch {
+			case a.src.KernelThread:
 				g.KernelThread = true
-			} else {
+			case k.tid < 0:
+				// The children are processes of their own: none shares
+				// its parent's address space (nor, as one group's tasks
+				// are, each other's: a child switched in after another
+				// pays the process switch too, which one address space
+				// for the group leaves out; their CPU is the larger part).
+				g.AddressSpace = fmt.Sprintf("foreign:%d/pid-%d-children", k.node, k.pid)
+			default:
 				g.AddressSpace = fmt.Sprintf("foreign:%d/pid-%d", k.node, k.pid)
 			}
 			switch {

@@ -334,3 +334,112 @@ func TestIdleCgroupMovesTheAutogroupTail(t *testing.T) {
 		t.Errorf("beside a starved idle cgroup the probe is late beyond 1 ms %.5f of the time, alone %.5f: want at least 1.5 times as often", beside, alone)
 	}
 }
+
+// A source's children that ended within the window (a shell's commands)
+// run as tasks of their own beside it, in its scheduling group, with its
+// policy, nice and CPUs, one child per wake-up of the parent's main
+// thread; more than a CPU of them run side by side. Their CPU leaves the
+// background load. Children counted in a recorded cgroup's CPU, and a
+// kernel thread's, are not added again.
+func TestForeignTasksEndedChildren(t *testing.T) {
+	g := []v1alpha1.GroupMeasurement{{Name: "hogs"}}
+	ws := []v1alpha1.WindowResult{{Variant: "on", NoiseCPU: 2.1, Groups: g, NoiseSources: []v1alpha1.NoiseSource{
+		// A shell that ran 6 commands of 0.5 s each in the 10 s window.
+		{Name: "bash", PID: 500, CPU: 0.302, ExitedChildrenCPU: 0.3, Cgroup: "/", Autogroup: 42, Threads: []v1alpha1.NoiseThread{
+			{TID: 500, CPU: 0.002, Runs: 8, Wakeups: 6, Policy: "Other", Nice: 5, CPUs: "0-1"}}},
+		// make -j2: 1.5 CPUs of compilers, 30 of them.
+		{Name: "make", PID: 600, CPU: 1.5, ExitedChildrenCPU: 1.5, Cgroup: "/", Autogroup: 43, Threads: []v1alpha1.NoiseThread{
+			{TID: 600, CPU: 0, Runs: 31, Wakeups: 30, Policy: "Batch"}}},
+		// In a cgroup the window recorded: its CPU has the children's.
+		{Name: "runner", PID: 700, CPU: 0.2, ExitedChildrenCPU: 0.2, Cgroup: "/ci/job", Threads: []v1alpha1.NoiseThread{
+			{TID: 700, CPU: 0, Runs: 3, Wakeups: 2, Policy: "Other"}}},
+		{Name: "kthreadd", PID: 2, CPU: 0.01, ExitedChildrenCPU: 0.01, KernelThread: true, Cgroup: "/"},
+	}, ForeignCgroups: []v1alpha1.ForeignCgroup{{Path: "/ci", Shares: 1024, CPU: 0.2}}}}
+	got := ForeignTasks(2, 10*time.Second, ws)["on"]
+	byName := map[string]simengine.Group{}
+	for _, g := range got {
+		byName[g.Name] = g
+	}
+	fg := func(run, sleep int64) simengine.Pattern {
+		return simengine.Pattern{Type: simengine.Foreign, MeanRunNs: run, MeanSleepNs: sleep}
+	}
+	want := map[string]simengine.Group{
+		"foreign:0/bash/500/-1": {Name: "foreign:0/bash/500/-1", Tasks: 1, Nice: 5, Policy: "Other",
+			Session: "foreign:0/autogroup-42", AddressSpace: "foreign:0/pid-500-children", Pattern: fg(500_000_000, 1_166_666_667)},
+		// Two tasks of 0.75 CPU, 15 children each: 0.5 s every 2/3 s.
+		"foreign:0/make/600/-1": {Name: "foreign:0/make/600/-1", Tasks: 2, Policy: "Batch",
+			Session: "foreign:0/autogroup-43", AddressSpace: "foreign:0/pid-600-children", Pattern: fg(500_000_000, 166_666_667)},
+	}
+	for name, w := range want {
+		if diff := cmp.Diff(w, byName[name]); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", name, diff)
+		}
+	}
+	for _, g := range got {
+		if strings.HasSuffix(g.Name, "/-1") && want[g.Name].Name == "" {
+			t.Errorf("ended children of %s run as tasks; they are counted elsewhere", g.Name)
+		}
+	}
+	// The background load is what the tasks do not stand for: 2.1 CPUs of
+	// noise less the children's 1.8, bash's own 0.002 and the cgroup's
+	// 0.2, over 2 CPUs.
+	if cal := WithWindowNoise(nil, ws, 2); math.Abs(cal.BackgroundLoad-0.098/2) > 1e-9 {
+		t.Errorf("background load %v, want %v", cal.BackgroundLoad, 0.098/2)
+	}
+}
+
+// The kernel takes a shell's commands' CPU from the tasks of the CPU they
+// run on, not from every task alike: the stored campaign's cgroup-weights
+// window beside 0.683 CPUs of a shell's ended children measured the light
+// group (weight 100, 8 hogs) at 0.372 CPUs and the heavy one (weight 400,
+// one hog) at 0.816; a uniform slowdown predicted 0.571 / 0.619. With the
+// children as tasks the heavy group, alone on its CPU, keeps most of it.
+func TestEndedChildrenTakeFromTheirCPU(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: simulates 2 × 4 seeds of 10 s")
+	}
+	reps := int32(4)
+	spec := &v1alpha1.SchedExperimentSpec{Duration: metav1.Duration{Duration: 10 * time.Second},
+		Variants:   []v1alpha1.Variant{{Name: "stock"}},
+		Simulation: &v1alpha1.Simulation{Replicas: &reps},
+		Workload: v1alpha1.Workload{Groups: []v1alpha1.Group{
+			{Name: "light", Tasks: ptr(int32(8)), CPUWeight: ptr(int32(100)), Pattern: &v1alpha1.Pattern{Type: v1alpha1.PatternHog}},
+			{Name: "heavy", Tasks: ptr(int32(1)), CPUWeight: ptr(int32(400)), Pattern: &v1alpha1.Pattern{Type: v1alpha1.PatternHog}},
+		}}}
+	shape := ShapeForKernel(2, "6.18")
+	g := []v1alpha1.GroupMeasurement{{Name: "light"}, {Name: "heavy"}}
+	ws := []v1alpha1.WindowResult{{Variant: "stock", NoiseCPU: 0.69, Groups: g, NoiseSources: []v1alpha1.NoiseSource{
+		{Name: "bash", PID: 500, CPU: 0.685, ExitedChildrenCPU: 0.683, Cgroup: "/", Autogroup: 42, Threads: []v1alpha1.NoiseThread{
+			{TID: 500, CPU: 0.002, Runs: 9, Wakeups: 5, Policy: "Other", CPUs: "0-1"}}}}}}
+	cpu := func(ws []v1alpha1.WindowResult, uniform bool) (light, heavy float64) {
+		cal := WithWindowNoise(nil, ws, 2)
+		o := PredictOptions{Foreign: ForeignTasks(2, spec.Duration.Duration, ws)}
+		if uniform {
+			// As before: the children were left in the background load.
+			cal, o.Foreign = &v1alpha1.NodeCalibration{BackgroundLoad: 0.69 / 2}, nil
+		}
+		s, o := WithNodeCalibration(shape, cal, o)
+		preds, err := Predict(spec, []v1alpha1.NodeShape{s}, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range preds {
+			switch p.Group {
+			case "light":
+				light = p.Metrics.CPU
+			case "heavy":
+				heavy = p.Metrics.CPU
+			}
+		}
+		return light, heavy
+	}
+	ul, uh := cpu(ws, true)
+	l, h := cpu(ws, false)
+	t.Logf("uniform slowdown: light %.3f heavy %.3f; children as tasks: light %.3f heavy %.3f (node: 0.372 / 0.816)", ul, uh, l, h)
+	if h < 0.8 || l > 0.5 {
+		t.Errorf("with the children as tasks light %.3f heavy %.3f, want the heavy group at 0.8 or more and the light one at 0.5 or less (node 0.372 / 0.816)", l, h)
+	}
+	if uh > 0.7 {
+		t.Errorf("the uniform slowdown gives heavy %.3f: the test no longer tells the two apart", uh)
+	}
+}
