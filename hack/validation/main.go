@@ -20,6 +20,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -65,7 +66,7 @@ func main() {
 	var o options
 	var order, aliases, pauses string
 	flag.StringVar(&o.schedlab, "schedlab", "bin/schedlab", "the schedlab binary whose simulator predicts the runs again (--replay)")
-	flag.StringVar(&o.cache, "cache", "", "directory for the replays' output (one JSON per run, at the run's path under the tree): kept, and reused by later calls instead of replaying; name it after the build")
+	flag.StringVar(&o.cache, "cache", "", "directory for the replays' output: kept, and reused by later calls instead of replaying; one JSON per run, at the run's path under a subdirectory named by what the replay depends on (the schedlab binary's contents, the runs tree's absolute path, -replicas and -host-pauses), so one directory serves every build and campaign")
 	flag.IntVar(&o.jobs, "j", 1, "replays at once (each already runs its seeds on all CPUs)")
 	flag.StringVar(&order, "order", "", "scenarios in table order, comma-separated (others follow in the order of their first run)")
 	flag.StringVar(&aliases, "alias", "", "noise-source names to print otherwise, NAME=TEXT,... (e.g. a tool's process name as what it is)")
@@ -74,8 +75,8 @@ func main() {
 	flag.BoolVar(&o.switches, "switches", false, "also print the context-switch rows: voluntary and involuntary switches per second, measured against predicted (within ×1.5 or 5 per second)")
 	flag.BoolVar(&o.cyclictest, "cyclictest", false, "also print the cyclictest runs stored under the tree (directories holding cyclictest.txt, named by their variant), one by one and pooled per variant")
 	flag.BoolVar(&o.summary, "summary", false, "also print a summary of the runs (count, times, load, noise)")
-	flag.StringVar(&pauses, "host-pauses", "", "replay with these host pauses: PER_HOUR:P5,P25,P50,P75,P90,P95,P99 (pause lengths in ns at those levels), written into each run's calibration constants, where they take the place of the pauses the run measured (runs before the agent measured them have none: windows with a Hog record them); use its own -cache")
-	flag.IntVar(&o.replicas, "replicas", 0, "replay with this many seeds per prediction (1-32) instead of the experiment's simulation.replicas (default 5): a row whose tail rests on a few simulated events needs more; use its own -cache")
+	flag.StringVar(&pauses, "host-pauses", "", "replay with these host pauses: PER_HOUR:P5,P25,P50,P75,P90,P95,P99 (pause lengths in ns at those levels), written into each run's calibration constants, where they take the place of the pauses the run measured (runs before the agent measured them have none: windows with a Hog record them)")
+	flag.IntVar(&o.replicas, "replicas", 0, "replay with this many seeds per prediction (1-32) instead of the experiment's simulation.replicas (default 5): a row whose tail rests on a few simulated events needs more")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: go run ./hack/validation [flags] RUNS-DIR\n\n")
 		flag.PrintDefaults()
@@ -112,10 +113,47 @@ func main() {
 			o.names[k] = v
 		}
 	}
+	if o.cache != "" {
+		k, err := cacheKey(&o)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "-cache: %v\n", err)
+			os.Exit(2)
+		}
+		o.cache = filepath.Join(o.cache, k)
+	}
 	if err := run(context.Background(), os.Stdout, &o); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+}
+
+// cacheKey names the replays' outputs by everything they depend on: the
+// binary that replays (its contents: a rebuilt binary at the same path is
+// another simulator), the runs tree (two campaigns hold the same relative
+// paths, r1/mixed and so on) and the options written into each replay.
+// Before, the cache was keyed by the run's relative path alone, and a
+// directory reused for another campaign silently gave that campaign's
+// table the first one's predictions.
+func cacheKey(o *options) (string, error) {
+	h := sha256.New()
+	f, err := os.Open(o.schedlab)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	root, err := filepath.Abs(o.root)
+	if err != nil {
+		return "", err
+	}
+	p, err := json.Marshal(o.pauses)
+	if err != nil {
+		return "", err
+	}
+	fmt.Fprintf(h, "\x00%s\x00%d\x00%s", root, o.replicas, p)
+	return fmt.Sprintf("%s-%x", filepath.Base(root), h.Sum(nil)[:8]), nil
 }
 
 func run(ctx context.Context, w io.Writer, o *options) error {
