@@ -451,6 +451,99 @@ type WindowResult struct {
 	// without a calibration window.
 	// +optional
 	TimerPath *WindowTimerPath `json:"timerPath,omitempty"`
+	// timerTrace is the node's timer interrupt lateness inside the window,
+	// per CPU, from the kernel's own hrtimer tracepoints recorded in a
+	// tracefs instance of the agent's (read after the window, never
+	// during it). Where it is there and usable, the prediction of this
+	// window takes each CPU's timer expiry from it instead of from
+	// timerPath's edges: a host's per-vCPU phase can flip inside a window,
+	// which the edges do not see. Absent in runs of agents before the
+	// seventeenth session, without a calibration window, and in windows
+	// whose workload sleeps on no timer.
+	// +optional
+	TimerTrace *TimerTrace `json:"timerTrace,omitempty"`
+}
+
+// TimerTrace is the timer interrupt lateness the kernel's hrtimer
+// tracepoints recorded over one stretch (a measured window, or the
+// calibration window): per interrupt that ran a timer at or after its
+// hard expiry, the interrupt's `now` less the earliest hard expiry of the
+// timers it ran (timer:hrtimer_expire_entry against each timer's
+// timer:hrtimer_start). Timers an interrupt ran before their hard expiry,
+// inside their slack, are counted apart (earlyInSlack) and not in the
+// lateness: the simulator runs such shared interrupts itself.
+// +kubebuilder:validation:XValidation:rule="!has(self.unsupported) || !has(self.cpus)",message="an unsupported timer trace has no per-CPU figures"
+type TimerTrace struct {
+	// unsupported says why nothing was recorded (tracefs absent or not
+	// writable, kernel lockdown, ...); the prediction then uses the
+	// window's edges.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	Unsupported string `json:"unsupported,omitempty"`
+	// durationNs is how long the trace recorded.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	DurationNs int64 `json:"durationNs,omitempty"`
+	// events is how many trace events were recorded over all CPUs (what
+	// the trace cost the node: each is a few hundred nanoseconds of the
+	// CPU it happened on).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Events int64 `json:"events,omitempty"`
+	// bufferKB is the instance's ring buffer per CPU, sized before the
+	// window for the events expected in it.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	BufferKB int64 `json:"bufferKB,omitempty"`
+	// cpus are the per-CPU figures, in CPU order, one per CPU that ran a
+	// timer interrupt in the stretch.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=1024
+	CPUs []TimerTraceCPU `json:"cpus,omitempty"`
+}
+
+// TimerTraceCPU is one CPU's timer interrupt lateness in a TimerTrace.
+type TimerTraceCPU struct {
+	// cpu the interrupts ran on.
+	// +required
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1023
+	CPU int32 `json:"cpu"`
+	// interrupts is how many interrupts ran a timer at or after its hard
+	// expiry (the lateness's samples).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Interrupts int64 `json:"interrupts,omitempty"`
+	// earlyInSlack is how many timers an interrupt ran before their hard
+	// expiry (past their soft expiry: another timer's interrupt ended
+	// them inside their slack). Not in the lateness.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	EarlyInSlack int64 `json:"earlyInSlack,omitempty"`
+	// lostEvents is how many of this CPU's events the ring buffer lost
+	// (its stats' overrun and dropped events): when above 0 the figures
+	// are of what remained and the prediction does not use them.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	LostEvents int64 `json:"lostEvents,omitempty"`
+	// latenessQuantilesNs is the lateness at the levels of
+	// constants.timerExpiryQuantilesNs (5, 25, 50, 75, 90, 95 and 99 %,
+	// nondecreasing). Absent with no interrupt.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=7
+	// +kubebuilder:validation:MaxItems=7
+	// +kubebuilder:validation:items:Minimum=0
+	LatenessQuantilesNs []int64 `json:"latenessQuantilesNs,omitempty"`
+	// secondMediansNs is the lateness's median in each whole second of
+	// the stretch from its start (0 for a second without an interrupt),
+	// so that a phase that changes inside the window shows.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=3600
+	// +kubebuilder:validation:items:Minimum=0
+	SecondMediansNs []int64 `json:"secondMediansNs,omitempty"`
 }
 
 // WindowTimerPath is the node's timer path at a window's two edges. The
@@ -723,6 +816,13 @@ type NodeCalibration struct {
 	// noiseCPU is the CPUs other processes used during the window.
 	// +optional
 	NoiseCPU float64 `json:"noiseCPU,omitempty"`
+	// timerTrace is the timer interrupt lateness the kernel's hrtimer
+	// tracepoints recorded during the calibration window (see
+	// WindowResult.timerTrace): what the windows' in-window traces are
+	// read against. Absent in runs of older agents and where the node
+	// cannot trace.
+	// +optional
+	TimerTrace *TimerTrace `json:"timerTrace,omitempty"`
 	// backgroundLoad is the fraction of the CPUs' time spent in
 	// interrupts, soft interrupts and steal during the window (which the
 	// task clock does not count), 0..1; the prediction for this node takes

@@ -36,6 +36,7 @@ type runFlags struct {
 	calibration, replay        string
 	restoreOnly, verbose       bool
 	noCalibrationWindow        bool
+	noTimerTrace               bool
 	wait                       time.Duration
 }
 
@@ -73,6 +74,7 @@ machine's capabilities and the predictions only, and exits 1.
 	fs.StringVar(&f.stateDir, "state-dir", nodeagent.DefaultStateDir, "directory of the journal and the lock")
 	fs.StringVar(&f.runID, "run-id", "", "run id: names the cgroups schedlab/<id>/… (default local-<time>)")
 	fs.StringVar(&f.calibration, "calibration", "", "calibration file (from schedlab calibrate) for this machine's shape, used by the predictions")
+	fs.BoolVar(&f.noTimerTrace, "no-timer-trace", false, "do not record the timer interrupts in a tracefs instance during the windows (the windows then give only their edges' timer paths)")
 	fs.BoolVar(&f.noCalibrationWindow, "no-calibration-window", false, "skip the calibration window (about two seconds before the first window that measures this machine's wake-up path for the predictions); predict with the simulator's default constants")
 	fs.StringVar(&f.replay, "replay", "", "measure nothing: take the node's measurements from noderun.json of an earlier run's --output-dir and predict them again with this build's simulator (no root needed)")
 	fs.BoolVar(&f.restoreOnly, "restore-only", false, "only restore what an earlier run left in --state-dir's journal, then exit")
@@ -85,7 +87,7 @@ func run(ctx context.Context, stdout, stderr io.Writer, f *runFlags, args []stri
 	if f.runID == "" {
 		f.runID = fmt.Sprintf("local-%d", time.Now().Unix())
 	}
-	opts := nodeagent.Options{StateDir: f.stateDir, RunID: f.runID, Log: log, LockWait: f.wait, NoCalibration: f.noCalibrationWindow}
+	opts := nodeagent.Options{StateDir: f.stateDir, RunID: f.runID, Log: log, LockWait: f.wait, NoCalibration: f.noCalibrationWindow, NoTimerTrace: f.noTimerTrace}
 	if f.restoreOnly {
 		if os.Geteuid() != 0 {
 			return errors.New("restoring knobs and cgroups needs root: run it as root (sudo schedlab run --restore-only)")

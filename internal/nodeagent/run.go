@@ -53,6 +53,11 @@ type Options struct {
 	// measurements at each window's edges (calib.TimerPath, about 0.3 s
 	// each), which are read against it.
 	NoCalibration bool
+	// NoTimerTrace leaves out the timer trace: without it, windows whose
+	// workload sleeps on timers (and the calibration window before them)
+	// record the node's timer interrupts in a tracefs instance of the
+	// agent's (WindowResult.timerTrace), read after each window.
+	NoTimerTrace bool
 }
 
 // DefaultNoiseThreshold is the noise threshold for a node with cpus CPUs.
@@ -155,13 +160,39 @@ func Run(ctx context.Context, spec *v1alpha1.SchedExperimentSpec, opts Options) 
 		finish(v1alpha1.NodeRunUnsupported, err.Error())
 		return status, err
 	}
+	ch := host.NewChanges(fsys, host.NewJournal(opts.StateDir, opts.RunID), log)
+	var traceRate float64
+	var traceUnsupported string
+	if !opts.NoCalibration && !opts.NoTimerTrace {
+		traceRate = timerSleepRate(spec)
+	}
 	if !opts.NoCalibration {
 		// The node's own wake-up path, measured before any knob changes;
 		// the prediction next to this node's measurements uses it. A
-		// failure leaves the simulator's defaults, not the run.
-		if cal, cerr := calib.Measure(ctx, calib.Options{WorkerBinary: opts.WorkerBinary}); cerr != nil {
+		// failure leaves the simulator's defaults, not the run. With
+		// timer sleeps in the workload the calibration's timer interrupts
+		// are traced too: the windows' traces are read against it.
+		var tt *timerTrace
+		if traceRate > 0 {
+			tt = openTimerTrace(ch, opts.RunID, calibTraceRate, calibTraceFor)
+			if tt.inst == nil {
+				traceUnsupported = tt.unsupported
+				log.Info("Timer trace unsupported; windows use their edges' timer paths", "reason", tt.unsupported)
+			}
+		}
+		tt.on()
+		cal, cerr := calib.Measure(ctx, calib.Options{WorkerBinary: opts.WorkerBinary})
+		tt.off()
+		trace := tt.finish()
+		if rerr := ch.Restore(); rerr != nil {
+			err = fmt.Errorf("removing the calibration's trace: %w", rerr)
+			finish(v1alpha1.NodeRunFailed, err.Error())
+			return status, err
+		}
+		if cerr != nil {
 			log.Info("Calibration window failed; predictions use the default constants", "error", cerr.Error())
 		} else {
+			cal.TimerTrace = trace
 			status.Calibration = cal
 			log.Info("Calibration window", "constants", cal.Constants, "timerLatenessNs", cal.TimerLatenessNs,
 				"backgroundLoad", cal.BackgroundLoad, "noiseCPU", cal.NoiseCPU, "coldWake", cal.ColdWake)
@@ -172,7 +203,7 @@ func Run(ctx context.Context, spec *v1alpha1.SchedExperimentSpec, opts Options) 
 
 	r := &runner{
 		spec: spec, opts: opts, log: log, fsys: fsys, caps: caps, status: status,
-		ch: host.NewChanges(fsys, host.NewJournal(opts.StateDir, opts.RunID), log),
+		ch: ch, traceRate: traceRate, traceUnsupported: traceUnsupported,
 	}
 	if opts.NoiseThreshold <= 0 {
 		r.opts.NoiseThreshold = DefaultNoiseThreshold(caps.CPUs)
@@ -221,6 +252,14 @@ func Run(ctx context.Context, spec *v1alpha1.SchedExperimentSpec, opts Options) 
 	}
 	return status, err
 }
+
+// calibTraceRate and calibTraceFor size the calibration window's trace
+// (timerTraceBufferKB): its timer sleeps (about 1 ms each, a few CPUs at a
+// time) and a bound on its length (about 2 s here).
+const (
+	calibTraceRate = 5000
+	calibTraceFor  = 8 * time.Second
+)
 
 func needsCgroups(spec *v1alpha1.SchedExperimentSpec) bool {
 	for i := range spec.Workload.Groups {

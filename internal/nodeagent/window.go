@@ -44,6 +44,13 @@ type runner struct {
 	lastEdge       *v1alpha1.TimerPathSample
 	lastEdgeOthers []v1alpha1.TimerPathSample // its other CPUs' samples
 	lastEdgeAt     time.Time
+
+	// traceRate is the workload's timer sleeps a second (timerSleepRate):
+	// windows with any record the timer interrupts in a trace
+	// (timerTrace); 0: no trace. traceUnsupported is why the node cannot
+	// trace, once a trace found it: later windows do not try again.
+	traceRate        float64
+	traceUnsupported string
 }
 
 // edgeReuse is how old an after-edge may be for the next attempt to take it
@@ -131,6 +138,7 @@ func (r *runner) measure(ctx context.Context, v *v1alpha1.Variant, rep int, sett
 		res.Noisy = m.noise > r.opts.NoiseThreshold
 		res.Perturbed, res.PerturbedReason = m.perturbed != "", m.perturbed
 		res.HostPauses = m.pauses
+		res.TimerTrace = m.timerTrace
 		if !res.Noisy && !res.Perturbed {
 			return nil
 		}
@@ -217,6 +225,21 @@ func (r *runner) window(ctx context.Context, settings []host.Setting, rep int) (
 		}
 		windowStep("restored")
 	}()
+	// The timer trace's instance, before the window's knobs: the restore
+	// above removes it whatever happens (it is journalled).
+	var tt *timerTrace
+	switch {
+	case r.traceRate <= 0:
+	case r.traceUnsupported != "":
+		tt = &timerTrace{unsupported: r.traceUnsupported}
+	default:
+		windowStep("trace open")
+		tt = openTimerTrace(r.ch, r.opts.RunID, r.traceRate, r.spec.Duration.Duration+r.spec.Duration.Duration/5+time.Second)
+		if tt.inst == nil {
+			r.traceUnsupported = tt.unsupported
+			r.log.Info("Timer trace unsupported; windows use their edges' timer paths", "reason", tt.unsupported)
+		}
+	}
 	if err := r.ch.Apply(settings); err != nil {
 		return measured{}, err
 	}
@@ -242,6 +265,15 @@ func (r *runner) window(ctx context.Context, settings []host.Setting, rep int) (
 	if r.cg != nil {
 		wspec.RootProcs = r.fsys.Abs(r.cg.RootProcs())
 	}
+	// The trace is read once the workload has stopped (deferred after
+	// set.Stop below, before the restore): a reader during the window
+	// would take the CPU of what it records.
+	defer func() {
+		if t := tt.finish(); err == nil {
+			m.timerTrace = t
+		}
+		windowStep("trace read")
+	}()
 	set, err := workload.Start(ctx, wspec)
 	if err != nil {
 		return measured{}, err
@@ -283,6 +315,7 @@ func (r *runner) window(ctx context.Context, settings []host.Setting, rep int) (
 		return measured{}, err
 	}
 	windowStep("begin")
+	tt.on()
 	// The agent's own counters, a few threads, at the window's edges: its
 	// entry among the noise sources is what it did inside the window, not
 	// its readings of every process around it.
@@ -295,6 +328,7 @@ func (r *runner) window(ctx context.Context, settings []host.Setting, rep int) (
 	if err := sleep(ctx, r.spec.Duration.Duration-time.Since(before.at)); err != nil {
 		return measured{}, err
 	}
+	tt.off()
 	after, err := r.sample(replicas)
 	if err != nil {
 		return measured{}, err
@@ -455,6 +489,8 @@ type measured struct {
 	cgroups   []v1alpha1.ForeignCgroup // the top-level cgroups' load (foreignCgroups)
 	perturbed string                   // which groups' workers broke their invariants, and how ("" if none did)
 	pauses    *v1alpha1.HostPauseMeasurement
+	// timerTrace is the window's timer interrupt lateness (nil: not traced).
+	timerTrace *v1alpha1.TimerTrace
 }
 
 // metrics turns a window into per-group metrics: group CPU from cgroup

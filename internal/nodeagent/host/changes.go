@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path"
 	"strings"
 	"sync"
 	"time"
@@ -143,6 +144,18 @@ func restoreEntries(fsys FS, entries []JournalEntry, record func(string) *v1alph
 	var errs []error
 	for i := len(entries) - 1; i >= 0; i-- {
 		e := entries[i]
+		if e.Kind == EntryTraceInstance {
+			// The agent's own tracefs instance: removed, not a knob of
+			// the node's, so no record (the window reports its trace).
+			if path.Base(path.Dir(e.Path)) != "instances" {
+				errs = append(errs, fmt.Errorf("journal: %s is no tracefs instance", e.Path))
+				continue
+			}
+			if err := removeTraceInstance(fsys, e.Path); err != nil {
+				errs = append(errs, err)
+			}
+			continue
+		}
 		r := record(e.Name)
 		switch e.Kind {
 		case EntryCgroup:
