@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/schedlab/schedlab/api/v1alpha1"
@@ -41,11 +42,47 @@ import (
 // TimerExpiryNs (edgeTimerExpiryQuantiles): a host's slow phase widens the
 // spread as well as moving it, and a calibration window that met it would
 // otherwise carry its tail into every window. Nil otherwise.
+//
+// Source says where the window's timer expiry came from: TimerSourceTrace
+// (its in-window timer trace, traceTimerShift), TimerSourceEdges (its
+// edges), or "" (nothing moved it).
 type TimerShift struct {
 	TimerExpiryNs, IdleExitNs int64
 	CPUTimerExpiryNs          []int64
 	TimerExpiryQuantilesNs    []int64
+	Source                    TimerSource
 }
+
+// TimerSource is where the prediction takes a window's timer path from.
+type TimerSource string
+
+const (
+	// TimerSourceNone: from no window; every window is predicted with the
+	// calibration window's timer path, as before windows recorded theirs.
+	TimerSourceNone TimerSource = "none"
+	// TimerSourceEdges: from the window's edges (WindowResult.timerPath).
+	TimerSourceEdges TimerSource = "edges"
+	// TimerSourceTrace: from the window's own timer trace
+	// (WindowResult.timerTrace) where it is usable, from its edges
+	// otherwise. The default.
+	TimerSourceTrace TimerSource = "in-window"
+)
+
+// ParseTimerSource reads a TimerSource's name ("" is the default).
+func ParseTimerSource(s string) (TimerSource, error) {
+	switch TimerSource(s) {
+	case "":
+		return TimerSourceTrace, nil
+	case TimerSourceNone, TimerSourceEdges, TimerSourceTrace:
+		return TimerSource(s), nil
+	}
+	return "", fmt.Errorf("timer path source %q: want %s, %s or %s", s, TimerSourceTrace, TimerSourceEdges, TimerSourceNone)
+}
+
+// minTraceInterrupts: a CPU whose trace counted fewer interrupts than this
+// gives no quantiles the prediction takes (its 99 % level would be one or
+// two interrupts).
+const minTraceInterrupts = 200
 
 // minIdleCPUIdle: an edge whose idle sleeps' CPU was idle less than this
 // share of their time measured another CPU's path than an idle one's
@@ -77,10 +114,20 @@ const minBusyQuiet = 0.1
 // does over the calibration's (userConstants): a timer expiry or idle exit
 // the user sets is not moved.
 func WindowConditions(cal *v1alpha1.NodeCalibration, user *v1alpha1.NodeConstants, nodes ...[]v1alpha1.WindowResult) (map[string][]map[string][]int64, map[string][]TimerShift) {
+	return WindowConditionsFrom(TimerSourceTrace, cal, user, nodes...)
+}
+
+// WindowConditionsFrom is WindowConditions with the windows' timer paths
+// taken from src: TimerSourceNone gives WindowGridPhases's phases and no
+// shifts, TimerSourceEdges only the edges' shifts.
+func WindowConditionsFrom(src TimerSource, cal *v1alpha1.NodeCalibration, user *v1alpha1.NodeConstants, nodes ...[]v1alpha1.WindowResult) (map[string][]map[string][]int64, map[string][]TimerShift) {
+	if src == TimerSourceNone {
+		return WindowGridPhases(nodes...), nil
+	}
 	recorded := false
 	for _, ws := range nodes {
 		for i := range ws {
-			if ws[i].Unsupported == "" && ws[i].TimerPath != nil {
+			if ws[i].Unsupported == "" && (ws[i].TimerPath != nil || src == TimerSourceTrace && ws[i].TimerTrace != nil && ws[i].TimerTrace.Unsupported == "") {
 				recorded = true
 			}
 		}
@@ -101,9 +148,18 @@ func WindowConditions(cal *v1alpha1.NodeCalibration, user *v1alpha1.NodeConstant
 			withPhases[w.Variant] = withPhases[w.Variant] || m != nil
 			phases[w.Variant] = append(phases[w.Variant], m)
 			s := windowTimerShift(cal, w.TimerPath)
+			if src == TimerSourceTrace {
+				if ts, ok := traceTimerShift(cal, w.TimerTrace); ok {
+					ts.IdleExitNs = s.IdleExitNs
+					s = ts
+				}
+			}
 			if user != nil {
 				if user.TimerExpiryNs != 0 || len(user.TimerExpiryQuantilesNs) > 0 {
 					s.TimerExpiryNs, s.CPUTimerExpiryNs, s.TimerExpiryQuantilesNs = 0, nil, nil
+					if s.IdleExitNs == 0 {
+						s.Source = ""
+					}
 				}
 				if user.IdleExitNs != 0 || len(user.IdleExitQuantilesNs) > 0 {
 					s.IdleExitNs = 0
@@ -155,7 +211,70 @@ func windowTimerShift(cal *v1alpha1.NodeCalibration, tp *v1alpha1.WindowTimerPat
 	}
 	out.CPUTimerExpiryNs = otherCPUsTimerShift(tp, meanNs(busy))
 	out.TimerExpiryQuantilesNs = edgeTimerExpiryQuantiles(cal, busyQ)
+	out.Source = TimerSourceEdges
 	return out
+}
+
+// traceTimerShift is one window's timer expiry from its in-window timer
+// trace against the calibration window's trace: the trace measures the
+// interrupt's lateness after a timer's hard expiry (TimerTrace), the part
+// of the timer expiry the host sets; the rest (from the interrupt to the
+// enqueue) is taken as the calibration's. The calibration's busy sleeps,
+// whose quantiles are constants.timerExpiryQuantilesNs, ran on its last
+// CPU (calib.Measure), the highest its trace has: its lateness there is
+// what those quantiles hold of the interrupt. The window's reference CPU
+// is the one whose trace counted the most interrupts (the CPU the
+// workload's sleepers mostly lived on): the window's timer expiry
+// quantiles are the calibration's moved, level by level, by what that
+// CPU's interrupts were later than the calibration's (TimerExpiryNs is the
+// 50 % level's move), and each other CPU's timer expiry is moved by its
+// median lateness less the reference CPU's (CPUTimerExpiryNs). A CPU whose
+// trace lost events or counted fewer than minTraceInterrupts is not used
+// (its entry stays 0, as the reference's); without a usable CPU on either
+// side the window has no trace shift (ok false: the edges give it).
+func traceTimerShift(cal *v1alpha1.NodeCalibration, tt *v1alpha1.TimerTrace) (TimerShift, bool) {
+	n := len(simengine.QuantileLevels)
+	if cal == nil || cal.TimerTrace == nil || tt == nil || tt.Unsupported != "" || len(cal.Constants.TimerExpiryQuantilesNs) != n {
+		return TimerShift{}, false
+	}
+	usable := func(c *v1alpha1.TimerTraceCPU) bool {
+		return c.LostEvents == 0 && c.Interrupts >= minTraceInterrupts && len(c.LatenessQuantilesNs) == n
+	}
+	var ref *v1alpha1.TimerTraceCPU
+	for i := range cal.TimerTrace.CPUs {
+		if c := &cal.TimerTrace.CPUs[i]; ref == nil || c.CPU > ref.CPU {
+			ref = c
+		}
+	}
+	if ref == nil || !usable(ref) {
+		return TimerShift{}, false
+	}
+	var win *v1alpha1.TimerTraceCPU
+	top := int32(-1)
+	for i := range tt.CPUs {
+		c := &tt.CPUs[i]
+		if usable(c) && (win == nil || c.Interrupts > win.Interrupts) {
+			win = c
+		}
+		top = max(top, c.CPU)
+	}
+	if win == nil || !usable(win) {
+		return TimerShift{}, false
+	}
+	m := simengine.QuantileMedian
+	out := TimerShift{Source: TimerSourceTrace, TimerExpiryNs: win.LatenessQuantilesNs[m] - ref.LatenessQuantilesNs[m]}
+	out.TimerExpiryQuantilesNs = make([]int64, n)
+	for i, q := range cal.Constants.TimerExpiryQuantilesNs {
+		out.TimerExpiryQuantilesNs[i] = max(q+win.LatenessQuantilesNs[i]-ref.LatenessQuantilesNs[i], 1)
+	}
+	slices.Sort(out.TimerExpiryQuantilesNs)
+	out.CPUTimerExpiryNs = make([]int64, top+1)
+	for i := range tt.CPUs {
+		if c := &tt.CPUs[i]; c.CPU >= 0 && usable(c) {
+			out.CPUTimerExpiryNs[c.CPU] = c.LatenessQuantilesNs[m] - win.LatenessQuantilesNs[m]
+		}
+	}
+	return out, true
 }
 
 // usableBusyEdge: an edge's busy median is read when it has one and at

@@ -71,9 +71,9 @@ func TestWindowConditions(t *testing.T) {
 	// on/0: busy 38.4 against 24.4 µs, +14.0; idle 72.0 against 44.0,
 	// +28.0, of which 14.0 beyond the timer's.
 	wantShifts := map[string][]TimerShift{
-		"on":   {{TimerExpiryNs: 14_000, IdleExitNs: 14_000}, {}},
-		"off":  {{}},
-		"hogs": {{TimerExpiryNs: 14_000, IdleExitNs: 14_000}, {TimerExpiryNs: 2_000, IdleExitNs: -2_000}},
+		"on":   {{TimerExpiryNs: 14_000, IdleExitNs: 14_000, Source: TimerSourceEdges}, {}},
+		"off":  {{Source: TimerSourceEdges}},
+		"hogs": {{TimerExpiryNs: 14_000, IdleExitNs: 14_000, Source: TimerSourceEdges}, {TimerExpiryNs: 2_000, IdleExitNs: -2_000, Source: TimerSourceEdges}},
 	}
 	if d := cmp.Diff(wantPhases, phases); d != "" {
 		t.Errorf("phases (-want +got):\n%s", d)
@@ -83,7 +83,7 @@ func TestWindowConditions(t *testing.T) {
 	}
 
 	_, shifts = WindowConditions(cal, &v1alpha1.NodeConstants{TimerExpiryNs: 20_000}, ws[:1])
-	if d := cmp.Diff(map[string][]TimerShift{"on": {{IdleExitNs: 14_000}}}, shifts); d != "" {
+	if d := cmp.Diff(map[string][]TimerShift{"on": {{IdleExitNs: 14_000, Source: TimerSourceEdges}}}, shifts); d != "" {
 		t.Errorf("a user's timer expiry: shifts (-want +got):\n%s", d)
 	}
 
@@ -119,7 +119,7 @@ func TestWindowConditionsOtherCPUs(t *testing.T) {
 	// 44.0, +1.0, nothing beyond the timer's. CPU 0: 43.4, 18.0 later
 	// than the last CPU; CPU 1: its after edge alone, 20.4, 5.0 earlier;
 	// CPU 2: no usable edge.
-	want := map[string][]TimerShift{"v": {{TimerExpiryNs: 1_000, CPUTimerExpiryNs: []int64{18_000, -5_000}}}}
+	want := map[string][]TimerShift{"v": {{TimerExpiryNs: 1_000, CPUTimerExpiryNs: []int64{18_000, -5_000}, Source: TimerSourceEdges}}}
 	if d := cmp.Diff(want, shifts); d != "" {
 		t.Errorf("shifts (-want +got):\n%s", d)
 	}
@@ -315,5 +315,102 @@ func TestWindowConditionsEdgeQuantiles(t *testing.T) {
 	_, shifts = WindowConditions(cal, &v1alpha1.NodeConstants{TimerExpiryNs: 20_000}, window(edge(narrow), edge(narrow2)))
 	if q := shifts["v"][0].TimerExpiryQuantilesNs; q != nil {
 		t.Errorf("a user's timer expiry: timer expiry quantiles %v, want none", q)
+	}
+}
+
+// traceCPU is one CPU's in-window timer trace with its lateness at every
+// level moved from base by d.
+func traceCPU(cpu int32, n int64, base []int64, d int64) v1alpha1.TimerTraceCPU {
+	q := make([]int64, len(base))
+	for i, x := range base {
+		q[i] = x + d
+	}
+	return v1alpha1.TimerTraceCPU{CPU: cpu, Interrupts: n, LatenessQuantilesNs: q}
+}
+
+// A window with its own timer trace takes each CPU's timer expiry from it,
+// not from its edges: with CPU 0's interrupts 20 µs later than in the
+// calibration window and CPU 1's as then, the probe pinned to CPU 0 is
+// predicted later and the one pinned to CPU 1 as with a trace of two fast
+// CPUs, whatever the edges said. A CPU whose trace lost events is not
+// used, and without a usable trace the edges give the shift.
+func TestPredictInWindowTimerTracePerCPU(t *testing.T) {
+	exp := mustParse(t, `
+apiVersion: schedlab.io/v1alpha1
+kind: SchedExperiment
+metadata: {name: t}
+spec:
+  mode: Simulate
+  duration: 3s
+  warmup: 500ms
+  variants: [{name: v}]
+  workload:
+    groups:
+    - {name: hogs0, session: b0, tasks: 2, cpus: "0", pattern: {type: Hog}}
+    - {name: hogs1, session: b1, tasks: 2, cpus: "1", pattern: {type: Hog}}
+    - {name: probe0, session: t0, cpus: "0", pattern: {type: LatencyProbe, interval: 1ms}}
+    - {name: probe1, session: t1, cpus: "1", pattern: {type: LatencyProbe, interval: 1ms}}
+  simulation: {replicas: 4, nodes: [{cpus: 2, hz: 250, kernel: "6.18.44"}]}
+`)
+	fastQ := []int64{15_000, 15_400, 15_800, 16_300, 17_000, 18_500, 25_000}
+	cal := testCal()
+	cal.TimerTrace = &v1alpha1.TimerTrace{DurationNs: 3e9, CPUs: []v1alpha1.TimerTraceCPU{traceCPU(0, 6000, fastQ, 0), traceCPU(1, 2500, fastQ, 0)}}
+	edge := func(busy int64) *v1alpha1.TimerPathSample {
+		return &v1alpha1.TimerPathSample{IdleTimerNs: 44_000, BusyTimerNs: busy, Samples: 150, IdleCPUIdle: f64(0.93)}
+	}
+	// Slow edges: the trace, not they, must set the window's path.
+	slowEdges := &v1alpha1.WindowTimerPath{Before: edge(44_400), After: edge(44_400)}
+	predict := func(tt *v1alpha1.TimerTrace) (map[string]*v1alpha1.Metrics, TimerShift) {
+		t.Helper()
+		phases, shifts := WindowConditions(cal, nil, []v1alpha1.WindowResult{{Variant: "v", Groups: []v1alpha1.GroupMeasurement{{Name: "probe0"}}, TimerPath: slowEdges, TimerTrace: tt}})
+		shape, opts := WithNodeCalibration(exp.Spec.Simulation.Nodes[0], cal, PredictOptions{GridPhases: phases, TimerShifts: shifts})
+		preds, err := Predict(&exp.Spec, []v1alpha1.NodeShape{shape}, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]*v1alpha1.Metrics{}
+		for i := range preds {
+			out[preds[i].Group] = &preds[i].Metrics
+		}
+		return out, shifts["v"][0]
+	}
+	fast, sf := predict(&v1alpha1.TimerTrace{DurationNs: 3e9, CPUs: []v1alpha1.TimerTraceCPU{traceCPU(0, 3000, fastQ, 0), traceCPU(1, 3000, fastQ, 0)}})
+	slow0, s0 := predict(&v1alpha1.TimerTrace{DurationNs: 3e9, CPUs: []v1alpha1.TimerTraceCPU{traceCPU(0, 3000, fastQ, 20_000), traceCPU(1, 3100, fastQ, 0)}})
+	for name, s := range map[string]TimerShift{"fast": sf, "slow CPU 0": s0} {
+		if s.Source != TimerSourceTrace {
+			t.Errorf("%s: shift %+v from %q, want the in-window trace's", name, s, s.Source)
+		}
+	}
+	if d := cmp.Diff([]int64{20_000, 0}, s0.CPUTimerExpiryNs); d != "" || s0.TimerExpiryNs != 0 {
+		t.Errorf("slow CPU 0: shift %+v; want CPU 0 20 µs later than CPU 1, which is as in the calibration (-want +got):\n%s", s0, d)
+	}
+	for _, g := range []string{"probe0", "probe1"} {
+		t.Logf("%s: fast trace p50 %.1f µs, beyond 100 µs %.4f; CPU 0 slow: p50 %.1f µs, beyond 100 µs %.4f", g,
+			fast[g].WakeupLatencyUs.P50, fast[g].LateFraction.Over100us, slow0[g].WakeupLatencyUs.P50, slow0[g].LateFraction.Over100us)
+	}
+	if d := slow0["probe0"].WakeupLatencyUs.P50 - fast["probe0"].WakeupLatencyUs.P50; d < 15 {
+		t.Errorf("probe0 (CPU 0) p50 %.1f µs with CPU 0 slow against %.1f: want it about 20 µs later", slow0["probe0"].WakeupLatencyUs.P50, fast["probe0"].WakeupLatencyUs.P50)
+	}
+	if d := slow0["probe1"].WakeupLatencyUs.P50 - fast["probe1"].WakeupLatencyUs.P50; d < -2 || d > 2 {
+		t.Errorf("probe1 (CPU 1) p50 %.1f µs with CPU 0 slow against %.1f: want it where it was", slow0["probe1"].WakeupLatencyUs.P50, fast["probe1"].WakeupLatencyUs.P50)
+	}
+
+	// CPU 0's events lost: not used; CPU 1 alone, as the calibration.
+	lost := traceCPU(0, 3000, fastQ, 20_000)
+	lost.LostEvents = 12
+	if _, s := predict(&v1alpha1.TimerTrace{DurationNs: 3e9, CPUs: []v1alpha1.TimerTraceCPU{lost, traceCPU(1, 1000, fastQ, 0)}}); s.Source != TimerSourceTrace || slices.ContainsFunc(s.CPUTimerExpiryNs, func(x int64) bool { return x != 0 }) {
+		t.Errorf("CPU 0 lost events: shift %+v, want the trace's with no CPU moved", s)
+	}
+	// No usable CPU (too few interrupts), or no trace: the edges'.
+	for name, tt := range map[string]*v1alpha1.TimerTrace{"few": {DurationNs: 3e9, CPUs: []v1alpha1.TimerTraceCPU{traceCPU(1, 10, fastQ, 0)}}, "unsupported": {Unsupported: "no tracefs"}, "none": nil} {
+		if _, s := predict(tt); s.Source != TimerSourceEdges || s.TimerExpiryNs != 20_000 {
+			t.Errorf("%s trace: shift %+v, want the slow edges' (+20 µs)", name, s)
+		}
+	}
+	// The edges alone when asked.
+	_, shifts := WindowConditionsFrom(TimerSourceEdges, cal, nil, []v1alpha1.WindowResult{{Variant: "v", Groups: []v1alpha1.GroupMeasurement{{Name: "probe0"}}, TimerPath: slowEdges,
+		TimerTrace: &v1alpha1.TimerTrace{DurationNs: 3e9, CPUs: []v1alpha1.TimerTraceCPU{traceCPU(0, 3000, fastQ, 20_000), traceCPU(1, 3100, fastQ, 0)}}}})
+	if s := shifts["v"][0]; s.Source != TimerSourceEdges || s.TimerExpiryNs != 20_000 {
+		t.Errorf("edges asked for: shift %+v, want the edges' (+20 µs)", s)
 	}
 }
