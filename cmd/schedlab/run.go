@@ -37,6 +37,7 @@ type runFlags struct {
 	restoreOnly, verbose       bool
 	noCalibrationWindow        bool
 	noTimerTrace               bool
+	timerPath                  string
 	wait                       time.Duration
 }
 
@@ -75,6 +76,7 @@ machine's capabilities and the predictions only, and exits 1.
 	fs.StringVar(&f.runID, "run-id", "", "run id: names the cgroups schedlab/<id>/… (default local-<time>)")
 	fs.StringVar(&f.calibration, "calibration", "", "calibration file (from schedlab calibrate) for this machine's shape, used by the predictions")
 	fs.BoolVar(&f.noTimerTrace, "no-timer-trace", false, "do not record the timer interrupts in a tracefs instance during the windows (the windows then give only their edges' timer paths)")
+	fs.StringVar(&f.timerPath, "timer-path", "", "where the prediction takes each window's timer path from: in-window (the window's timer trace where it has a usable one, its edges otherwise; the default), edges, or none (the calibration window's for every window)")
 	fs.BoolVar(&f.noCalibrationWindow, "no-calibration-window", false, "skip the calibration window (about two seconds before the first window that measures this machine's wake-up path for the predictions); predict with the simulator's default constants")
 	fs.StringVar(&f.replay, "replay", "", "measure nothing: take the node's measurements from noderun.json of an earlier run's --output-dir and predict them again with this build's simulator (no root needed)")
 	fs.BoolVar(&f.restoreOnly, "restore-only", false, "only restore what an earlier run left in --state-dir's journal, then exit")
@@ -98,6 +100,10 @@ func run(ctx context.Context, stdout, stderr io.Writer, f *runFlags, args []stri
 			fmt.Fprintf(stderr, "nothing to restore: no journal in %s\n", f.stateDir)
 		}
 		return err
+	}
+	timerSrc, err := experiment.ParseTimerSource(f.timerPath)
+	if err != nil {
+		return usagef("--timer-path: %v", err)
 	}
 	exp, err := loadExperiment(&f.manifest, args, "to run")
 	if err != nil {
@@ -171,8 +177,8 @@ func run(ctx context.Context, stdout, stderr io.Writer, f *runFlags, args []stri
 		printForeignCgroups(stderr, st.Windows)
 		cal := experiment.WithWindowNoise(st.Calibration, st.Windows, cpus)
 		popts.Foreign = experiment.ForeignTasks(cpus, spec.Duration.Duration, st.Windows)
-		popts.GridPhases, popts.TimerShifts = experiment.WindowConditions(st.Calibration, nil, st.Windows)
-		printTimerPaths(stderr, st.Calibration, st.Windows, popts.TimerShifts)
+		popts.GridPhases, popts.TimerShifts = experiment.WindowConditionsFrom(timerSrc, st.Calibration, nil, st.Windows)
+		printTimerPaths(stderr, st.Calibration, st.Windows, popts.TimerShifts, f.verbose)
 		if n, cpu := experiment.ForeignSummary(popts.Foreign); n > 0 {
 			fmt.Fprintf(stderr, "predictions run %d threads of other processes beside the workload (%.3f CPUs, the windows' mean per variant)\n", n, cpu)
 		}
@@ -599,19 +605,26 @@ func loadNodeRun(path string, spec *v1alpha1.SchedExperimentSpec) (*v1alpha1.Nod
 }
 
 // printTimerPaths shows, per window that recorded it, the node's timer path
-// at the window's edges against the calibration window's, and what the
-// prediction moves the timer expiry and idle exit by for it.
-func printTimerPaths(w io.Writer, cal *v1alpha1.NodeCalibration, windows []v1alpha1.WindowResult, shifts map[string][]experiment.TimerShift) {
+// at the window's edges against the calibration window's, its timer trace's
+// interrupt lateness per CPU, and what the prediction moves the timer
+// expiry and idle exit by for it, and from which source; verbose adds the
+// edges' busy quantiles.
+func printTimerPaths(w io.Writer, cal *v1alpha1.NodeCalibration, windows []v1alpha1.WindowResult, shifts map[string][]experiment.TimerShift, verbose bool) {
 	if cal == nil || shifts == nil {
 		return
 	}
 	busy, idle := experiment.CalibrationTimerPath(cal)
 	fmt.Fprintf(w, "calibration window: timer path idle %.1f µs, busy %.1f µs (the windows' shifts are against these)\n", us(idle), us(busy))
+	printTimerTrace(w, "calibration window", cal.TimerTrace)
 	edge := func(s *v1alpha1.TimerPathSample) string {
 		if s == nil {
 			return "-"
 		}
-		return fmt.Sprintf("idle %.1f µs, busy %.1f µs", us(s.IdleTimerNs), us(s.BusyTimerNs))
+		out := fmt.Sprintf("idle %.1f µs, busy %.1f µs", us(s.IdleTimerNs), us(s.BusyTimerNs))
+		if q := s.BusyTimerQuantilesNs; verbose && len(q) == 7 {
+			out += fmt.Sprintf(" (busy p5..p99 %.1f %.1f %.1f %.1f %.1f %.1f %.1f)", us(q[0]), us(q[1]), us(q[2]), us(q[3]), us(q[4]), us(q[5]), us(q[6]))
+		}
+		return out
 	}
 	next := map[string]int{}
 	for _, win := range windows {
@@ -620,16 +633,79 @@ func printTimerPaths(w io.Writer, cal *v1alpha1.NodeCalibration, windows []v1alp
 		}
 		i := next[win.Variant]
 		next[win.Variant]++
-		if win.TimerPath == nil || i >= len(shifts[win.Variant]) {
+		if (win.TimerPath == nil && win.TimerTrace == nil) || i >= len(shifts[win.Variant]) {
 			continue
 		}
 		s := shifts[win.Variant][i]
-		fmt.Fprintf(w, "variant %s, repetition %d: timer path before %s; after %s; predicted with the timer expiry %+.1f µs, the idle exit %+.1f µs\n",
-			win.Variant, win.Repetition, edge(win.TimerPath.Before), edge(win.TimerPath.After), us(s.TimerExpiryNs), us(s.IdleExitNs))
-		for c, d := range s.CPUTimerExpiryNs {
-			if d != 0 {
-				fmt.Fprintf(w, "  CPU %d: its timer expiry %+.1f µs more (its edges' busy path against the measured CPU's)\n", c, us(d))
+		src := string(s.Source)
+		if src == "" {
+			src = "none usable: the calibration's"
+		}
+		var before, after *v1alpha1.TimerPathSample
+		if win.TimerPath != nil {
+			before, after = win.TimerPath.Before, win.TimerPath.After
+		}
+		fmt.Fprintf(w, "variant %s, repetition %d: timer path before %s; after %s; predicted with the timer expiry %+.1f µs, the idle exit %+.1f µs (timer path from: %s)\n",
+			win.Variant, win.Repetition, edge(before), edge(after), us(s.TimerExpiryNs), us(s.IdleExitNs), src)
+		if verbose && win.TimerPath != nil {
+			for _, e := range []struct {
+				name string
+				ss   []v1alpha1.TimerPathSample
+			}{{"before", win.TimerPath.BeforeOtherCPUs}, {"after", win.TimerPath.AfterOtherCPUs}} {
+				for _, o := range e.ss {
+					c := int32(-1)
+					if o.CPU != nil {
+						c = *o.CPU
+					}
+					fmt.Fprintf(w, "  %s on CPU %d: %s\n", e.name, c, edge(&o))
+				}
 			}
 		}
+		printTimerTrace(w, "  in the window", win.TimerTrace)
+		why := "its edges' busy path against the measured CPU's"
+		if s.Source == experiment.TimerSourceTrace {
+			why = "its interrupts' median lateness in the window against the busiest CPU's"
+		}
+		for c, d := range s.CPUTimerExpiryNs {
+			if d != 0 {
+				fmt.Fprintf(w, "  CPU %d: its timer expiry %+.1f µs more (%s)\n", c, us(d), why)
+			}
+		}
+	}
+}
+
+// printTimerTrace shows a timer trace's interrupt lateness per CPU (after
+// the timers' hard expiry): its quantiles, and the range of its per-second
+// medians.
+func printTimerTrace(w io.Writer, what string, tt *v1alpha1.TimerTrace) {
+	if tt == nil {
+		return
+	}
+	if tt.Unsupported != "" {
+		fmt.Fprintf(w, "%s: no timer trace (%s)\n", what, tt.Unsupported)
+		return
+	}
+	fmt.Fprintf(w, "%s: timer trace of %.1f s, %d events (%.0f a second)\n", what, time.Duration(tt.DurationNs).Seconds(), tt.Events, float64(tt.Events)/max(time.Duration(tt.DurationNs).Seconds(), 1e-9))
+	for _, c := range tt.CPUs {
+		lost := ""
+		if c.LostEvents > 0 {
+			lost = fmt.Sprintf(", %d events lost: not used", c.LostEvents)
+		}
+		q := c.LatenessQuantilesNs
+		if len(q) != 7 {
+			fmt.Fprintf(w, "  CPU %d: %d interrupts%s\n", c.CPU, c.Interrupts, lost)
+			continue
+		}
+		lo, hi := int64(-1), int64(0)
+		for _, m := range c.SecondMediansNs {
+			if m > 0 {
+				if lo < 0 || m < lo {
+					lo = m
+				}
+				hi = max(hi, m)
+			}
+		}
+		fmt.Fprintf(w, "  CPU %d: %d interrupts, lateness after the hard expiry p5..p99 %.1f %.1f %.1f %.1f %.1f %.1f %.1f µs, per-second medians %.1f-%.1f µs%s\n",
+			c.CPU, c.Interrupts, us(q[0]), us(q[1]), us(q[2]), us(q[3]), us(q[4]), us(q[5]), us(q[6]), us(max(lo, 0)), us(hi), lost)
 	}
 }

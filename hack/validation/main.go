@@ -60,13 +60,16 @@ type options struct {
 	// replicas, when above 0, replays with that many seeds per prediction
 	// (the experiment's simulation.replicas) instead of the experiment's.
 	replicas int
+	// timerPath, when set, is passed to the replays as --timer-path
+	// (in-window, edges, none): where each window's timer path comes from.
+	timerPath string
 }
 
 func main() {
 	var o options
 	var order, aliases, pauses string
 	flag.StringVar(&o.schedlab, "schedlab", "bin/schedlab", "the schedlab binary whose simulator predicts the runs again (--replay)")
-	flag.StringVar(&o.cache, "cache", "", "directory for the replays' output: kept, and reused by later calls instead of replaying; one JSON per run, at the run's path under a subdirectory named by what the replay depends on (the schedlab binary's contents, the runs tree's absolute path, -replicas and -host-pauses), so one directory serves every build and campaign")
+	flag.StringVar(&o.cache, "cache", "", "directory for the replays' output: kept, and reused by later calls instead of replaying; one JSON per run, at the run's path under a subdirectory named by what the replay depends on (the schedlab binary's contents, the runs tree's absolute path, -replicas, -host-pauses and -timer-path), so one directory serves every build and campaign")
 	flag.IntVar(&o.jobs, "j", 1, "replays at once (each already runs its seeds on all CPUs)")
 	flag.StringVar(&order, "order", "", "scenarios in table order, comma-separated (others follow in the order of their first run)")
 	flag.StringVar(&aliases, "alias", "", "noise-source names to print otherwise, NAME=TEXT,... (e.g. a tool's process name as what it is)")
@@ -76,6 +79,7 @@ func main() {
 	flag.BoolVar(&o.cyclictest, "cyclictest", false, "also print the cyclictest runs stored under the tree (directories holding cyclictest.txt, named by their variant), one by one and pooled per variant")
 	flag.BoolVar(&o.summary, "summary", false, "also print a summary of the runs (count, times, load, noise)")
 	flag.StringVar(&pauses, "host-pauses", "", "replay with these host pauses: PER_HOUR:P5,P25,P50,P75,P90,P95,P99 (pause lengths in ns at those levels), written into each run's calibration constants, where they take the place of the pauses the run measured (runs before the agent measured them have none: windows with a Hog record them)")
+	flag.StringVar(&o.timerPath, "timer-path", "", "replay with each window's timer path from this source (schedlab run --timer-path: in-window, edges or none; default the build's own default)")
 	flag.IntVar(&o.replicas, "replicas", 0, "replay with this many seeds per prediction (1-32) instead of the experiment's simulation.replicas (default 5): a row whose tail rests on a few simulated events needs more")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: go run ./hack/validation [flags] RUNS-DIR\n\n")
@@ -130,7 +134,8 @@ func main() {
 // cacheKey names the replays' outputs by everything they depend on: the
 // binary that replays (its contents: a rebuilt binary at the same path is
 // another simulator), the runs tree (two campaigns hold the same relative
-// paths, r1/mixed and so on) and the options written into each replay.
+// paths, r1/mixed and so on) and the options written into each replay
+// (-timer-path only when set: the default's keys are those of before).
 // Before, the cache was keyed by the run's relative path alone, and a
 // directory reused for another campaign silently gave that campaign's
 // table the first one's predictions.
@@ -153,6 +158,9 @@ func cacheKey(o *options) (string, error) {
 		return "", err
 	}
 	fmt.Fprintf(h, "\x00%s\x00%d\x00%s", root, o.replicas, p)
+	if o.timerPath != "" {
+		fmt.Fprintf(h, "\x00timer-path=%s", o.timerPath)
+	}
 	return fmt.Sprintf("%s-%x", filepath.Base(root), h.Sum(nil)[:8]), nil
 }
 
@@ -265,7 +273,7 @@ func loadRun(ctx context.Context, o *options, rel string) (*Run, error) {
 		}
 	}
 	if out == nil {
-		if out, err = replay(ctx, o.schedlab, dir, o.pauses, o.replicas); err != nil {
+		if out, err = replay(ctx, o.schedlab, dir, o.pauses, o.replicas, o.timerPath); err != nil {
 			return nil, fmt.Errorf("%s: %w", rel, err)
 		}
 		if cached != "" {
@@ -315,8 +323,9 @@ func experimentFile(dir string) (path string, cleanup func(), err error) {
 
 // replay predicts the run in dir again with the given schedlab binary, with
 // the host pauses of pauses (nil: the run's own) in its calibration window
-// and replicas seeds per prediction (0: the experiment's).
-func replay(ctx context.Context, bin, dir string, pauses *v1alpha1.NodeConstants, replicas int) ([]byte, error) {
+// and replicas seeds per prediction (0: the experiment's), and the windows'
+// timer paths from timerPath ("": the build's default).
+func replay(ctx context.Context, bin, dir string, pauses *v1alpha1.NodeConstants, replicas int, timerPath string) ([]byte, error) {
 	exp, cleanup, err := experimentFile(dir)
 	if err != nil {
 		return nil, err
@@ -338,7 +347,11 @@ func replay(ctx context.Context, bin, dir string, pauses *v1alpha1.NodeConstants
 		defer clean()
 	}
 	var stdout, stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, bin, "run", "--replay", nr, "-f", exp, "-o", "json")
+	args := []string{"run", "--replay", nr, "-f", exp, "-o", "json"}
+	if timerPath != "" {
+		args = append(args, "--timer-path", timerPath)
+	}
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
 		return nil, fmt.Errorf("%s run --replay: %w: %s", bin, err, strings.TrimSpace(stderr.String()))
