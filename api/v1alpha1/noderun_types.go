@@ -510,11 +510,26 @@ type TimerTraceCPU struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=1023
 	CPU int32 `json:"cpu"`
-	// interrupts is how many interrupts ran a timer at or after its hard
-	// expiry (the lateness's samples).
+	// interrupts is how many interrupts that found the CPU busy ran a
+	// sleep's timer at or after its hard expiry (the lateness's samples).
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	Interrupts int64 `json:"interrupts,omitempty"`
+	// idleInterrupts is how many such interrupts found the CPU idle; on a
+	// virtual machine their lateness holds the vCPU's wake-up (the
+	// simulator's idle exit), so they are not in latenessQuantilesNs.
+	// Absent in traces of agents before they were told apart.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	IdleInterrupts int64 `json:"idleInterrupts,omitempty"`
+	// idleLatenessQuantilesNs is the idle interrupts' lateness at the
+	// levels of latenessQuantilesNs.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=7
+	// +kubebuilder:validation:MaxItems=7
+	// +kubebuilder:validation:items:Minimum=0
+	IdleLatenessQuantilesNs []int64 `json:"idleLatenessQuantilesNs,omitempty"`
 	// earlyInSlack is how many timers an interrupt ran before their hard
 	// expiry (past their soft expiry: another timer's interrupt ended
 	// them inside their slack). Not in the lateness.
@@ -536,7 +551,7 @@ type TimerTraceCPU struct {
 	// +kubebuilder:validation:MaxItems=7
 	// +kubebuilder:validation:items:Minimum=0
 	LatenessQuantilesNs []int64 `json:"latenessQuantilesNs,omitempty"`
-	// secondMediansNs is the lateness's median in each whole second of
+	// secondMediansNs is the lateness's median (busy CPU) in each whole second of
 	// the stretch from its start (0 for a second without an interrupt),
 	// so that a phase that changes inside the window shows.
 	// +optional
