@@ -269,6 +269,9 @@ func (r *runner) window(ctx context.Context, settings []host.Setting, rep int) (
 	// set.Stop below, before the restore): a reader during the window
 	// would take the CPU of what it records.
 	defer func() {
+		if tt == nil {
+			return
+		}
 		if t := tt.finish(); err == nil {
 			m.timerTrace = t
 		}
@@ -355,7 +358,9 @@ func (r *runner) window(ctx context.Context, settings []host.Setting, rep int) (
 // "procs" before and after a reading of every process's counters, "begin"
 // and "end" when the workload's window opens and closes; "timer path" as a
 // measurement of the timer path starts (runner.timerPath, outside the
-// window; an edge reused by beforeEdge measures nothing and says nothing).
+// window; an edge reused by beforeEdge measures nothing and says nothing);
+// in a window with a timer trace, "trace open" as its instance is made
+// (after "knobs") and "trace read" once it is read (before "restored").
 var onWindowStep func(step string)
 
 func windowStep(step string) {
