@@ -231,7 +231,11 @@ func windowTimerShift(cal *v1alpha1.NodeCalibration, tp *v1alpha1.WindowTimerPat
 // median lateness less the reference CPU's (CPUTimerExpiryNs). A CPU whose
 // trace lost events or counted fewer than minTraceInterrupts is not used
 // (its entry stays 0, as the reference's); without a usable CPU on either
-// side the window has no trace shift (ok false: the edges give it).
+// side the window has no trace shift (ok false: the edges give it), nor
+// has a calibration trace without any interrupt that found its CPU idle:
+// the calibration's idle sleeps always do, so its agent did not tell them
+// apart (the first traces of 2026-12-08 01:07), and its lateness mixes the
+// idle vCPU's wake-up into the busy path's.
 func traceTimerShift(cal *v1alpha1.NodeCalibration, tt *v1alpha1.TimerTrace) (TimerShift, bool) {
 	n := len(simengine.QuantileLevels)
 	if cal == nil || cal.TimerTrace == nil || tt == nil || tt.Unsupported != "" || len(cal.Constants.TimerExpiryQuantilesNs) != n {
@@ -247,6 +251,13 @@ func traceTimerShift(cal *v1alpha1.NodeCalibration, tt *v1alpha1.TimerTrace) (Ti
 		}
 	}
 	if ref == nil || !usable(ref) {
+		return TimerShift{}, false
+	}
+	apart := false
+	for i := range cal.TimerTrace.CPUs {
+		apart = apart || cal.TimerTrace.CPUs[i].IdleInterrupts > 0
+	}
+	if !apart {
 		return TimerShift{}, false
 	}
 	var win *v1alpha1.TimerTraceCPU

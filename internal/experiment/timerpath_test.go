@@ -355,6 +355,7 @@ spec:
 	fastQ := []int64{15_000, 15_400, 15_800, 16_300, 17_000, 18_500, 25_000}
 	cal := testCal()
 	cal.TimerTrace = &v1alpha1.TimerTrace{DurationNs: 3e9, CPUs: []v1alpha1.TimerTraceCPU{traceCPU(0, 6000, fastQ, 0), traceCPU(1, 2500, fastQ, 0)}}
+	cal.TimerTrace.CPUs[1].IdleInterrupts = 1000
 	edge := func(busy int64) *v1alpha1.TimerPathSample {
 		return &v1alpha1.TimerPathSample{IdleTimerNs: 44_000, BusyTimerNs: busy, Samples: 150, IdleCPUIdle: f64(0.93)}
 	}
@@ -407,6 +408,13 @@ spec:
 			t.Errorf("%s trace: shift %+v, want the slow edges' (+20 µs)", name, s)
 		}
 	}
+	// A calibration trace that did not tell idle interrupts apart: the
+	// edges'.
+	cal.TimerTrace.CPUs[1].IdleInterrupts = 0
+	if _, s := predict(&v1alpha1.TimerTrace{DurationNs: 3e9, CPUs: []v1alpha1.TimerTraceCPU{traceCPU(0, 3000, fastQ, 20_000), traceCPU(1, 3100, fastQ, 0)}}); s.Source != TimerSourceEdges {
+		t.Errorf("calibration trace without idle interrupts apart: shift %+v, want the edges'", s)
+	}
+	cal.TimerTrace.CPUs[1].IdleInterrupts = 1000
 	// The edges alone when asked.
 	_, shifts := WindowConditionsFrom(TimerSourceEdges, cal, nil, []v1alpha1.WindowResult{{Variant: "v", Groups: []v1alpha1.GroupMeasurement{{Name: "probe0"}}, TimerPath: slowEdges,
 		TimerTrace: &v1alpha1.TimerTrace{DurationNs: 3e9, CPUs: []v1alpha1.TimerTraceCPU{traceCPU(0, 3000, fastQ, 20_000), traceCPU(1, 3100, fastQ, 0)}}}})
