@@ -345,6 +345,7 @@ func (s *sim) loadBalance(dst int32, idle, newIdle bool) bool {
 	// the failure count starts again from zero.
 	balanced := func() bool {
 		s.cpus[dst].nrBalanceFailed = 0
+		s.tuneBalanceInterval(dst, newIdle, false)
 		return false
 	}
 	// excluded holds the CPUs a redo leaves out (env->cpus): each one whose
@@ -497,7 +498,9 @@ redo:
 				goto redo
 			}
 		}
-		return balanced()
+		s.cpus[dst].nrBalanceFailed = 0
+		s.tuneBalanceInterval(dst, newIdle, true)
+		return false
 	}
 	// load_balance() (v6.1..v6.18): only a periodic balance that moved
 	// nothing counts a failure ("We do not want newidle balance, which can
@@ -510,7 +513,28 @@ redo:
 	} else {
 		s.cpus[dst].nrBalanceFailed = 0
 	}
+	// "We were unbalanced, so reset the balancing interval"
+	// (sched_balance_rq(), v6.18; no active balance on the flat machine).
+	s.cpus[dst].balanceInterval = int32(s.balanceIntervalNs / 1_000_000)
 	return moved > 0
+}
+
+// tuneBalanceInterval is the end of sched_balance_rq() (v6.18; load_balance()
+// of v6.1..v6.9 alike) when the domain is found balanced (out_balanced,
+// out_all_pinned, out_one_pinned): outside new-idle balancing
+// sd->balance_interval doubles up to sd->max_interval (2 × sd_weight ms,
+// sd_init()), or up to MAX_PINNED_INTERVAL (512 ms) when every task was
+// pinned away (LBF_ALL_PINNED). An unbalanced pass resets it to
+// sd->min_interval (sd_weight ms).
+func (s *sim) tuneBalanceInterval(dst int32, newIdle, allPinned bool) {
+	if newIdle {
+		return
+	}
+	cpu := &s.cpus[dst]
+	minMs := int32(s.balanceIntervalNs / 1_000_000)
+	if allPinned && cpu.balanceInterval < 512 || cpu.balanceInterval < 2*minMs {
+		cpu.balanceInterval *= 2
+	}
 }
 
 // canMigrateTask is can_migrate_task(): not running, not in a throttled
@@ -601,21 +625,33 @@ func (s *sim) rebalanceFlat(c int32) {
 	cpu := &s.cpus[c]
 	s.decayNewidleCost(c)
 	busy := !s.schedIdleCPU(c)
-	interval := s.balanceIntervalFlat(busy)
+	interval := s.balanceIntervalFlat(c, busy)
 	if cpu.lastBalance == never || s.now >= cpu.lastBalance+interval {
 		if s.loadBalance(c, false, false) {
 			busy = !s.cpuIdle(c) && !s.schedIdleCPU(c)
 		}
 		cpu.lastBalance = s.now
-		interval = s.balanceIntervalFlat(busy)
+		interval = s.balanceIntervalFlat(c, busy)
 	}
 	cpu.nextBalance = cpu.lastBalance + interval
 }
 
-// balanceIntervalFlat is get_sd_balance_interval() of the flat domain.
-func (s *sim) balanceIntervalFlat(busy bool) int64 {
+// balanceIntervalFlat is get_sd_balance_interval() (v6.18) of the flat
+// domain at CPU c: sd->balance_interval ms (tuneBalanceInterval), times
+// busy_factor on a busy CPU, in jiffies (msecs_to_jiffies() rounds up),
+// less one jiffy when busy, clamped to [1, max_load_balance_interval]
+// (HZ × CPUs / 10). Two CPUs at HZ 250 balance a busy CPU every 28 ms, or
+// 60 ms once a pass found the domain balanced.
+func (s *sim) balanceIntervalFlat(c int32, busy bool) int64 {
+	ms := int64(s.cpus[c].balanceInterval)
 	if busy {
-		return s.balanceIntervalNs * busyFactor
+		ms *= busyFactor
 	}
-	return s.balanceIntervalNs
+	hz := 1_000_000_000 / s.tickNs
+	j := (ms*hz + 999) / 1000
+	if busy {
+		j--
+	}
+	j = min(max(j, 1), max(hz*int64(s.nCPU)/10, 1))
+	return j * s.tickNs
 }

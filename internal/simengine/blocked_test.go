@@ -62,12 +62,15 @@ func TestBlockedLoadDecaysOnIdleCPU(t *testing.T) {
 
 // A group's task asleep on a CPU busy with another group's task: the busy
 // CPU's own periodic balance (sched_balance_softirq(), due every
-// balance_interval × busy_factor = 2 ms × 16 = 32 ms on 2 CPUs) decays its
-// blocked queues first. Forks: h's hog on CPU0, g's first on CPU1, g's
-// second on CPU0 (it sleeps at 0). CPU0 balances at 4 ms (the first tick
-// past its 2 ms start) and then every 32 ms: 36, ..., 196 ms. At 200 ms
-// g's contribution on CPU0 is 1024·2^(-186/32) = 18.2 (186 whole periods to
-// 196 ms) and g's entity on CPU1 weighs 1024·1024/(1024+18.2) = 1006.
+// balance_interval × busy_factor in jiffies less one, get_sd_balance_interval();
+// on 2 CPUs at HZ 250 28 ms, or 60 ms once a pass found the domain balanced
+// and doubled balance_interval to 4 ms) decays its blocked queues first.
+// Forks: h's hog on CPU0, g's first on CPU1, g's second on CPU0 (it sleeps
+// at 0). CPU0 balances at 4 ms (the first tick past its 2 ms start), finds
+// the domain balanced each time, and balances again every 60 ms: 64, 124,
+// 184 ms. At 200 ms g's contribution on CPU0 is 1024·2^(-175/32) = 23.2
+// (175 whole periods to 184 ms) and g's entity on CPU1 weighs
+// 1024·1024/(1024+23) = 1001.
 func TestBlockedLoadDecaysOnBusyCPU(t *testing.T) {
 	s := blockedLoadSim(t, []Group{{Name: "h", Tasks: 1, CPUWeight: 100}, {Name: "g", Tasks: 2, CPUWeight: 100}}, 2, 200_000_001)
 	if s.tasks[0].cpu != 0 || s.tasks[1].cpu != 1 || s.tasks[2].cpu != 0 {
@@ -78,9 +81,9 @@ func TestBlockedLoadDecaysOnBusyCPU(t *testing.T) {
 	if s.rqs[cq0].load != 0 || s.cpus[0].curr != 0 || s.cpus[1].curr != 1 {
 		t.Fatalf("want h's hog on CPU0 and g's on CPU1 with g's CPU0 queue empty (load %d)", s.rqs[cq0].load)
 	}
-	want := int64(peltAfter(1024, 196_000_000>>peltPeriodShift))
+	want := int64(peltAfter(1024, 184_000_000>>peltPeriodShift))
 	if got := s.rqs[cq0].contrib; got != want {
-		t.Errorf("CPU0's contribution of g at 200 ms = %d, want %d (1024 decayed to CPU0's balance at 196 ms)", got, want)
+		t.Errorf("CPU0's contribution of g at 200 ms = %d, want %d (1024 decayed to CPU0's balance at 184 ms)", got, want)
 	}
 	wantW := 1024 * 1024 / (1024 + want)
 	if got := s.ents[g.se[1]].weight; got != wantW {

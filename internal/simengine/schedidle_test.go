@@ -39,7 +39,8 @@ func TestFlatScanTakesSchedIdleCPU(t *testing.T) {
 // SCHED_IDLE or idle-group tasks, rq->next_balance = jiffies ("balance early
 // to pull high priority tasks"), and the next tick's sched_balance_domains()
 // balances. Without it the CPU, which never goes idle (its idle task runs),
-// waits out the busy interval of its last balance (32 ms on 2 CPUs) before
+// waits out the busy interval of its last balance (28 or 60 ms on 2 CPUs at
+// HZ 250, get_sd_balance_interval()) before
 // it balances again.
 func TestSchedIdleCPUBalancesEarly(t *testing.T) {
 	s := startedSim(t, Input{Node: Node{CPUs: 2}, DurationNs: 200_000_000, Seed: 1,
@@ -53,10 +54,10 @@ func TestSchedIdleCPUBalancesEarly(t *testing.T) {
 			t.Fatalf("task %d forked onto cpu%d, want cpu%d", i, s.tasks[i].cpu, want)
 		}
 	}
-	s.end = 60_000_000
+	s.end = 50_000_000
 	s.loop() // (loop() runs once: it drops the first event at or past s.end)
 	if s.cpus[1].curr != 1 || s.tasks[2].cpu != 0 || s.tasks[3].cpu != 0 {
-		t.Fatalf("at 60 ms cpu1 runs task %d (want the light task 1), hogs on cpu%d and cpu%d (want cpu0)", s.cpus[1].curr, s.tasks[2].cpu, s.tasks[3].cpu)
+		t.Fatalf("at 50 ms cpu1 runs task %d (want the light task 1), hogs on cpu%d and cpu%d (want cpu0)", s.cpus[1].curr, s.tasks[2].cpu, s.tasks[3].cpu)
 	}
 	due := s.cpus[1].nextBalance
 	if due <= s.now+s.tickNs {
@@ -80,8 +81,10 @@ func TestSchedIdleCPUBalancesEarly(t *testing.T) {
 		t.Errorf("cpu1 last balanced at %d ns, want at the tick after the dequeue, %d ns (its busy balance was due at %d)", s.cpus[1].lastBalance, s.now, due)
 	}
 	if s.schedIdleCPU(1) {
-		if got := s.cpus[1].nextBalance; got != s.now+s.balanceIntervalNs {
-			t.Errorf("cpu1's next balance at %d ns, want %d", got, s.now+s.balanceIntervalNs)
+		// A CPU that is not busy: sd->balance_interval (2 or 4 ms) in
+		// jiffies, one at HZ 250 (get_sd_balance_interval()).
+		if got := s.cpus[1].nextBalance; got != s.now+s.tickNs {
+			t.Errorf("cpu1's next balance at %d ns, want %d", got, s.now+s.tickNs)
 		}
 	}
 }
@@ -103,7 +106,12 @@ func TestSchedIdleCPUBalanceInterval(t *testing.T) {
 	for _, c := range []struct {
 		cpu  int32
 		want int64
-	}{{0, s.balanceIntervalNs * busyFactor}, {1, s.balanceIntervalNs}} {
+	}{
+		// get_sd_balance_interval() (v6.18) at HZ 250: the balanced
+		// passes have doubled sd->balance_interval to max_interval
+		// (4 ms), × busy_factor = 64 ms = 16 jiffies, less one on a
+		// busy CPU; the idle-only CPU's 2 or 4 ms is one jiffy.
+		{0, 15 * s.tickNs}, {1, s.tickNs}} {
 		if got := s.cpus[c.cpu].nextBalance - s.cpus[c.cpu].lastBalance; got != c.want {
 			t.Errorf("cpu%d: next balance %d ns after the last, want %d ns", c.cpu, got, c.want)
 		}

@@ -321,7 +321,9 @@ type cpuState struct {
 	// mm is the address space the CPU holds (its active_mm, switchMM):
 	// the last task with one that ran here; noMM before any.
 	mm int32
-	_  [4]byte
+	// balanceInterval is the flat domain's sd->balance_interval, ms
+	// (tuneBalanceInterval).
+	balanceInterval int32
 }
 
 // hrtimerEnt is a sleep timer on its CPU's queue (cpuState.timers): the
@@ -621,6 +623,7 @@ func (s *sim) build() {
 		s.cpus[c].avgIdle = 2 * s.migrationCost // rq->avg_idle = 2*sysctl_sched_migration_cost (sched_init)
 		s.cpus[c].nextBalance = s.balanceIntervalNs
 		s.cpus[c].lastBalance = never // none yet: the first due balance runs
+		s.cpus[c].balanceInterval = int32(s.balanceIntervalNs / 1_000_000) // sd->min_interval
 		s.cpus[c].runEndT = never
 		s.cpus[c].ni = newNewidleState()
 		s.cpus[c].maxIdleBalanceCost = DefaultMigrationCost
