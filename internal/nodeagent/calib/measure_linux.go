@@ -372,7 +372,10 @@ func pin(cpu int) (unpin func(), err error) {
 }
 
 // onPinnedThread runs f on a new goroutine pinned (pin) to cpu and returns
-// what it returns; the thread is unpinned when f returns.
+// what it returns once the thread is unpinned: the result is sent after
+// unpin ran, so a caller never goes on beside a thread still pinned with a
+// 1 ns timer slack (it did: the result went out before the deferred unpin,
+// and TestPinnedThreadsGoBack caught the thread pinned in a CI dry run).
 func onPinnedThread[T any](cpu int, f func() T) (T, error) {
 	type out struct {
 		v   T
@@ -380,13 +383,17 @@ func onPinnedThread[T any](cpu int, f func() T) (T, error) {
 	}
 	res := make(chan out, 1)
 	go func() {
-		unpin, err := pin(cpu)
-		defer unpin()
-		if err != nil {
-			res <- out{err: err}
-			return
-		}
-		res <- out{v: f()}
+		var o out
+		func() {
+			unpin, err := pin(cpu)
+			defer unpin()
+			if err != nil {
+				o.err = err
+				return
+			}
+			o.v = f()
+		}()
+		res <- o
 	}()
 	o := <-res
 	return o.v, o.err
