@@ -98,13 +98,16 @@ func (v *validator) durationIn(p *field.Path, d *metav1.Duration, lo, hi time.Du
 	v.errs = append(v.errs, field.Invalid(p, d.Duration.String(), fmt.Sprintf("%s must be between %s and %s", name, celDuration(lo), celDuration(hi))))
 }
 
-// celDuration writes a bound as the CEL rules do: 100us, 10m, 1h.
+// celDuration writes a bound as the CEL rules do: 100us, 10s, 10m, 1h.
+// Only the zero seconds and minutes that time.Duration.String appends to a
+// whole minute or hour go ("10m0s" → "10m", "1h0m0s" → "1h"); "10s" stays.
 func celDuration(d time.Duration) string {
 	s := strings.ReplaceAll(d.String(), "µs", "us")
-	for _, zero := range []string{"0s", "0m"} {
-		if strings.HasSuffix(s, zero) && len(s) > len(zero) && !strings.HasSuffix(s, "ms") && !strings.HasSuffix(s, "us") && !strings.HasSuffix(s, "ns") {
-			s = strings.TrimSuffix(s, zero)
-		}
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
 	}
 	return s
 }
