@@ -112,3 +112,23 @@ spec:
 		t.Errorf("group name %q, want y", got)
 	}
 }
+
+// A negative duration where the bound is "at most" is refused as negative,
+// not as too long ("timerSlack must be at most 100ms" for -50us misled).
+func TestNegativeDurationRefusedAsNegative(t *testing.T) {
+	_, err := Parse([]byte(`apiVersion: schedlab.io/v1alpha1
+kind: SchedExperiment
+metadata: {name: negative-slack}
+spec:
+  mode: Simulate
+  duration: 2s
+  variants: [{name: stock}]
+  workload:
+    groups: [{name: probe, timerSlack: -50us, pattern: {type: LatencyProbe, interval: 1ms}}]
+  simulation: {nodes: [{cpus: 2}]}
+`))
+	want := "timerSlack must not be negative: write a duration from 0 to 100ms"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("error %v; want one containing %q", err, want)
+	}
+}

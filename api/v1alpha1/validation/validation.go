@@ -91,6 +91,10 @@ func (v *validator) durationIn(p *field.Path, d *metav1.Duration, lo, hi time.Du
 	if i := strings.LastIndexByte(name, '.'); i >= 0 {
 		name = name[i+1:]
 	}
+	if lo == 0 && d.Duration < 0 {
+		v.errs = append(v.errs, field.Invalid(p, d.Duration.String(), fmt.Sprintf("%s must not be negative: write a duration from 0 to %s", name, celDuration(hi))))
+		return
+	}
 	if lo == 0 {
 		v.errs = append(v.errs, field.Invalid(p, d.Duration.String(), fmt.Sprintf("%s must be at most %s", name, celDuration(hi))))
 		return
