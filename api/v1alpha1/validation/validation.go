@@ -290,6 +290,8 @@ func (v *validator) workload(w *v1alpha1.Workload, f *field.Path) {
 		if g.Parent != "" {
 			p, ok := index[g.Parent]
 			switch {
+			case g.Parent == g.Name:
+				v.addf(f.Child("parent"), "a group's parent must be listed before it: %q names itself; name another group or drop parent", g.Name)
 			case !ok && slices.ContainsFunc(w.Groups, func(x v1alpha1.Group) bool { return x.Name == g.Parent }):
 				v.addf(f.Child("parent"), "a group's parent must be listed before it: move %q above %q", g.Parent, g.Name)
 			case !ok:
