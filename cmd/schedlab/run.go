@@ -89,6 +89,9 @@ func run(ctx context.Context, stdout, stderr io.Writer, f *runFlags, args []stri
 	if f.runID == "" {
 		f.runID = fmt.Sprintf("local-%d", time.Now().Unix())
 	}
+	if err := host.CheckRunID(f.runID); err != nil {
+		return usagef("--run-id: %v", err)
+	}
 	opts := nodeagent.Options{StateDir: f.stateDir, RunID: f.runID, Log: log, LockWait: f.wait, NoCalibration: f.noCalibrationWindow, NoTimerTrace: f.noTimerTrace}
 	if f.restoreOnly {
 		if os.Geteuid() != 0 {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -148,6 +149,30 @@ spec:
 			}
 			if now, _ := os.ReadFile("/proc/sys/kernel/sched_autogroup_enabled"); string(now) != string(autogroup) {
 				t.Errorf("autogroup changed")
+			}
+		})
+	}
+}
+
+// TestRunRefusesBadRunID: a --run-id that cannot name one cgroup directory
+// (a path, ..) is a usage error before the manifest is read or the node's
+// lock taken, not a failed repetition after the machine was probed.
+func TestRunRefusesBadRunID(t *testing.T) {
+	for _, id := range []string{"../../evil", "a/b", "..", "x y"} {
+		t.Run(id, func(t *testing.T) {
+			state := t.TempDir()
+			var out, errOut bytes.Buffer
+			f := &runFlags{manifest: manifestFlag{"../../config/samples/weights-100-200-400.yaml"}, out: outputTable, stateDir: state, runID: id}
+			err := run(context.Background(), &out, &errOut, f, nil, logr.Discard())
+			var ee *exitError
+			if !errors.As(err, &ee) || ee.code != exitInvalid || !strings.Contains(err.Error(), "--run-id") {
+				t.Fatalf("run = %v, want a usage error (exit %d) naming --run-id", err, exitInvalid)
+			}
+			if ents, _ := os.ReadDir(state); len(ents) != 0 {
+				t.Errorf("state directory written: %v", ents)
+			}
+			if out.Len() != 0 {
+				t.Errorf("printed a table: %q", out.String())
 			}
 		})
 	}

@@ -79,8 +79,8 @@ func (c *Cgroups) RootProcs() string { return c.Mount + "/cgroup.procs" }
 // weight, bandwidth and idle setting, journalling each directory before it is
 // made. It returns the replicas in the order of the groups.
 func (c *Cgroups) Create(ch *Changes, runID string, groups []v1alpha1.Group) ([]Replica, error) {
-	if !validRunID(runID) {
-		return nil, fmt.Errorf("run id %q: must be letters, digits, '-', '_' or '.'", runID)
+	if err := CheckRunID(runID); err != nil {
+		return nil, err
 	}
 	top := c.Mount + "/" + CgroupParent
 	runDir := c.RunDir(runID)
@@ -201,6 +201,15 @@ func (c *Cgroups) Create(ch *Changes, runID string, groups []v1alpha1.Group) ([]
 		}
 	}
 	return reps, nil
+}
+
+// CheckRunID refuses a run id that cannot name one cgroup directory
+// schedlab/<id>: callers check it before anything touches the node.
+func CheckRunID(runID string) error {
+	if !validRunID(runID) {
+		return fmt.Errorf("run id %q: use 1 to 100 letters, digits, '-', '_' or '.' (not . or ..)", runID)
+	}
+	return nil
 }
 
 func validRunID(s string) bool {
