@@ -599,9 +599,18 @@ func loadNodeRun(path string, spec *v1alpha1.SchedExperimentSpec) (*v1alpha1.Nod
 	for _, v := range spec.Variants {
 		known[v.Name] = true
 	}
+	groups := map[string]bool{}
+	for _, g := range spec.Workload.Groups {
+		groups[g.Name] = true
+	}
 	for _, w := range st.Windows {
 		if !known[w.Variant] {
 			return nil, fmt.Errorf("%s measured variant %q, which the experiment does not have: give the experiment file the run measured", path, w.Variant)
+		}
+		for _, g := range w.Groups {
+			if !groups[g.Name] {
+				return nil, fmt.Errorf("%s measured group %q, which the experiment does not have: give the experiment file the run measured", path, g.Name)
+			}
 		}
 	}
 	return &st, nil

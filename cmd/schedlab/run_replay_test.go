@@ -162,3 +162,15 @@ func TestRunReplayForeignCgroups(t *testing.T) {
 		}
 	}
 }
+
+// A noderun.json replayed against another experiment whose variant names
+// happen to match (both have "stock") is refused: its groups are not the
+// experiment's, and the replay would print predictions beside no measurement.
+func TestRunReplayRefusesOtherGroups(t *testing.T) {
+	other := filepath.Join("..", "..", "config", "samples", "group-fairness.yaml")
+	stored := filepath.Join("testdata", "weights-noderun.json")
+	_, err := loadNodeRun(stored, &mustLoad(t, other).Spec)
+	if err == nil || !strings.Contains(err.Error(), "measured group") {
+		t.Fatalf("loadNodeRun = %v, want a refusal naming a measured group the experiment lacks", err)
+	}
+}
