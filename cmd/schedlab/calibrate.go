@@ -102,7 +102,7 @@ func calibrate(ctx context.Context, w io.Writer, files, measured []string, out c
 	var data []experiment.CalibrationData
 	var shape v1alpha1.NodeShape
 	for i, f := range files {
-		exp, err := experiment.Load(f)
+		exp, err := experiment.LoadLocal(f)
 		if err != nil {
 			return invalidInput(err)
 		}

@@ -88,3 +88,32 @@ func TestCalibrateCommand(t *testing.T) {
 		t.Errorf("-f without --measured accepted")
 	}
 }
+
+// A manifest without a nodeSelector, as schedlab run takes it on this
+// machine, is calibrated against that run's report: calibrate reads it as
+// run does, not as the cluster's API would.
+func TestCalibrateLocalManifest(t *testing.T) {
+	dir := t.TempDir()
+	spec := filepath.Join(dir, "hogs.yaml")
+	local := strings.Replace(calibHogsSpec, "  nodeSelector: {matchLabels: {a: b}}\n", "", 1)
+	if local == calibHogsSpec {
+		t.Fatal("the spec's nodeSelector line was not found")
+	}
+	if err := os.WriteFile(spec, []byte(local), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep := experiment.Report{Variants: []experiment.VariantReport{{
+		Name: "stock", Node: experiment.NodeReport{CPUs: 2, Scheduler: "EEVDF"},
+		Groups: []experiment.GroupReport{{Name: "hogs", Tasks: 2,
+			Measured: &v1alpha1.MeasuredMetrics{Metrics: v1alpha1.Metrics{CPU: 1.9, CPUPerTask: 0.95, Share: 1}, N: 3}}},
+	}}}
+	b, _ := json.Marshal(rep)
+	run := filepath.Join(dir, "run.json")
+	if err := os.WriteFile(run, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := calibrateOutputs{dir: filepath.Join(dir, "out"), format: outputTable}
+	if err := calibrate(context.Background(), io.Discard, []string{spec}, []string{run}, out, "", experiment.CalibrateOptions{}); err != nil {
+		t.Fatalf("calibrate refused a manifest schedlab run accepts: %v", err)
+	}
+}
