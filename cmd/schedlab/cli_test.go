@@ -343,3 +343,12 @@ func TestCLIProgressOnlyOnTerminal(t *testing.T) {
 		t.Errorf("plan to a pipe: %q", r)
 	}
 }
+
+// A negative --duration is a usage error, not a prediction of the spec's
+// duration that silently ignores the flag.
+func TestSimulateRefusesNegativeDuration(t *testing.T) {
+	r := runCLI(t, "simulate", "-f", "../../config/samples/group-fairness.yaml", "--duration", "-1s")
+	if r.code != 2 || r.stdout != "" || !strings.Contains(r.stderr, "--duration -1s: use a positive duration") {
+		t.Fatalf("simulate --duration -1s: %+v", r)
+	}
+}

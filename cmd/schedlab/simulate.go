@@ -105,6 +105,9 @@ func (f *shapeFlags) shapes(spec *v1alpha1.SchedExperimentSpec) ([]v1alpha1.Node
 }
 
 func (f *shapeFlags) options() (experiment.PredictOptions, error) {
+	if f.duration < 0 {
+		return experiment.PredictOptions{}, usagef("--duration %s: use a positive duration (leave it out for the spec's, at most %s)", f.duration, experiment.MaxSimulatedDuration)
+	}
 	o := experiment.PredictOptions{Duration: f.duration}
 	if f.seed >= 0 {
 		s := uint64(f.seed)
