@@ -354,8 +354,9 @@ func ResultsFromReport(rep *Report) ([]v1alpha1.GroupResult, v1alpha1.NodeShape,
 	var shape v1alpha1.NodeShape
 	for _, v := range rep.Variants {
 		if shape.CPUs == 0 {
-			shape = v1alpha1.NodeShape{CPUs: v.Node.CPUs, Scheduler: v1alpha1.SchedulerFamily(v.Node.Scheduler),
-				HZ: v.Node.HZ, Preempt: v1alpha1.PreemptModel(v.Node.Preempt), Topology: v.Node.Topology.DeepCopy()}
+			// The whole shape: one written without its kernel release
+			// named a calibration the predictions never looked up.
+			shape = v.Node.Shape()
 		}
 		for _, g := range v.Groups {
 			if g.Measured == nil {

@@ -183,3 +183,24 @@ func TestCalibrationFileRoundTrip(t *testing.T) {
 		t.Errorf("backgroundLoad 2 accepted")
 	}
 }
+
+// A measured report's shape is the whole shape its predictions were made
+// for: calibrate keys its file by that name, and the predictions look
+// their calibration up by it. Without the kernel release (and the tunable
+// scaling) the file was written under 2cpu-EEVDF-none and never read for
+// 2cpu-EEVDF-k6.18.44-none.
+func TestResultsFromReportKeepsTheShape(t *testing.T) {
+	node := NodeReport{CPUs: 2, Scheduler: "EEVDF", Kernel: "6.18.44-fc-v1272", HZ: 250, Preempt: "None", TunableScaling: "Linear"}
+	rep := &Report{Variants: []VariantReport{{Name: "stock", Node: node,
+		Groups: []GroupReport{{Name: "hogs", Measured: &v1alpha1.MeasuredMetrics{Metrics: v1alpha1.Metrics{CPU: 2}, N: 1}}}}}}
+	_, shape, err := ResultsFromReport(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := ShapeName(shape), node.Name(); got != want {
+		t.Errorf("calibration keyed as %q, predictions look up %q", got, want)
+	}
+	if shape.Kernel != node.Kernel || string(shape.TunableScaling) != node.TunableScaling {
+		t.Errorf("shape %+v lost the report's kernel or tunable scaling (%+v)", shape, node)
+	}
+}

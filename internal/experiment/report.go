@@ -69,9 +69,12 @@ type GroupReport struct {
 }
 
 // Name is the node shape's name (NodeShape.Name).
-func (n NodeReport) Name() string {
+func (n NodeReport) Name() string { return n.Shape().Name() }
+
+// Shape is the node shape the report names, every field its name is made of.
+func (n NodeReport) Shape() v1alpha1.NodeShape {
 	return v1alpha1.NodeShape{CPUs: n.CPUs, Scheduler: v1alpha1.SchedulerFamily(n.Scheduler), Kernel: n.Kernel, HZ: n.HZ,
-		Preempt: v1alpha1.PreemptModel(n.Preempt), TunableScaling: v1alpha1.TunableScaling(n.TunableScaling), Topology: n.Topology}.Name()
+		Preempt: v1alpha1.PreemptModel(n.Preempt), TunableScaling: v1alpha1.TunableScaling(n.TunableScaling), Topology: n.Topology.DeepCopy()}
 }
 
 func nodeReport(n v1alpha1.NodeShape) NodeReport {

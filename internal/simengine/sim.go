@@ -622,7 +622,7 @@ func (s *sim) build() {
 		s.cpus[c].curr = -1
 		s.cpus[c].avgIdle = 2 * s.migrationCost // rq->avg_idle = 2*sysctl_sched_migration_cost (sched_init)
 		s.cpus[c].nextBalance = s.balanceIntervalNs
-		s.cpus[c].lastBalance = never // none yet: the first due balance runs
+		s.cpus[c].lastBalance = never                                      // none yet: the first due balance runs
 		s.cpus[c].balanceInterval = int32(s.balanceIntervalNs / 1_000_000) // sd->min_interval
 		s.cpus[c].runEndT = never
 		s.cpus[c].ni = newNewidleState()
