@@ -292,36 +292,32 @@ func ForeignTasks(cpus int32, duration time.Duration, nodes ...[]v1alpha1.Window
 				a.wakeups += r.wakeups
 				a.threads = max(a.threads, r.threads)
 			}
+			// add counts one window of thread t of source s (wait: its
+			// share of the window runnable without a CPU).
+			add := func(s *v1alpha1.NoiseSource, t v1alpha1.NoiseThread, wait float64) {
+				k := foreignKey{node: ni, pid: s.PID, tid: t.TID, name: s.Name}
+				a := acc[w.Variant][k]
+				if a == nil {
+					a = &foreignAcc{}
+					acc[w.Variant][k] = a
+				}
+				a.src, a.th = *s, t
+				a.cpuNs += t.CPU * secs * 1e9
+				a.waitNs += wait * secs * 1e9
+				a.wakeups += max(t.Wakeups, 1)
+			}
 			for si := range w.NoiseSources {
 				s := &w.NoiseSources[si]
 				for ti := range s.Threads {
 					t := &s.Threads[ti]
-					if _, ok := foreignThread(t, cpus); !ok {
-						continue
+					if _, ok := foreignThread(t, cpus); ok {
+						add(s, *t, threadWait(s, t))
 					}
-					k := foreignKey{node: ni, pid: s.PID, tid: t.TID, name: s.Name}
-					a := acc[w.Variant][k]
-					if a == nil {
-						a = &foreignAcc{}
-						acc[w.Variant][k] = a
-					}
-					a.src, a.th = *s, *t
-					a.cpuNs += t.CPU * secs * 1e9
-					a.waitNs += threadWait(s, t) * secs * 1e9
-					a.wakeups += max(t.Wakeups, 1)
 				}
 				if th, _, ok := endedChildren(w, s, cpus); ok {
-					k := foreignKey{node: ni, pid: s.PID, tid: th.TID, name: s.Name}
-					a := acc[w.Variant][k]
-					if a == nil {
-						a = &foreignAcc{}
-						acc[w.Variant][k] = a
-					}
 					// Their time waiting on a run queue is not known
 					// (a process's run_delay ends with it): none.
-					a.src, a.th = *s, th
-					a.cpuNs += th.CPU * secs * 1e9
-					a.wakeups += th.Wakeups
+					add(s, th, 0)
 				}
 			}
 		}
