@@ -174,10 +174,9 @@ func Run(ctx context.Context, spec *v1alpha1.SchedExperimentSpec, opts Options) 
 		// are traced too: the windows' traces are read against it.
 		var tt *timerTrace
 		if traceRate > 0 {
-			tt = openTimerTrace(ch, opts.RunID, calibTraceRate, calibTraceFor)
+			tt = openTimerTrace(ch, log, opts.RunID, calibTraceRate, calibTraceFor)
 			if tt.inst == nil {
 				traceUnsupported = tt.unsupported
-				log.Info("Timer trace unsupported; windows use their edges' timer paths", "reason", tt.unsupported)
 			}
 		}
 		tt.on()

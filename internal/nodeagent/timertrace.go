@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/go-logr/logr"
 	"golang.org/x/sys/unix"
 
 	"github.com/schedlab/schedlab/api/v1alpha1"
@@ -300,17 +301,19 @@ func timerTraceName(runID string) string { return "schedlab-" + runID }
 
 // openTimerTrace creates the instance, sized for a stretch of d with rate
 // timer sleeps a second of the workload's (timerTraceBufferKB). Any failure
-// is the trace's unsupported reason, never the run's: the prediction then
-// uses the window's edges.
-func openTimerTrace(ch *host.Changes, runID string, rate float64, d time.Duration) *timerTrace {
+// is the trace's unsupported reason, never the run's, and is logged: the
+// prediction then uses the window's edges.
+func openTimerTrace(ch *host.Changes, log logr.Logger, runID string, rate float64, d time.Duration) *timerTrace {
 	kb := timerTraceBufferKB(rate, d)
 	inst, err := ch.OpenTraceInstance(timerTraceName(runID), timerTraceEvents, kb)
 	if err != nil {
+		t := &timerTrace{unsupported: v1alpha1.Truncate(err.Error(), 512)}
 		var ue *host.UnsupportedError
 		if errors.As(err, &ue) {
-			return &timerTrace{unsupported: ue.Reason}
+			t.unsupported = ue.Reason
 		}
-		return &timerTrace{unsupported: v1alpha1.Truncate(err.Error(), 512)}
+		log.Info("Timer trace unsupported; windows use their edges' timer paths", "reason", t.unsupported)
+		return t
 	}
 	return &timerTrace{inst: inst, bufKB: kb}
 }

@@ -234,10 +234,9 @@ func (r *runner) window(ctx context.Context, settings []host.Setting, rep int) (
 		tt = &timerTrace{unsupported: r.traceUnsupported}
 	default:
 		windowStep("trace open")
-		tt = openTimerTrace(r.ch, r.opts.RunID, r.traceRate, r.spec.Duration.Duration+r.spec.Duration.Duration/5+time.Second)
+		tt = openTimerTrace(r.ch, r.log, r.opts.RunID, r.traceRate, r.spec.Duration.Duration+r.spec.Duration.Duration/5+time.Second)
 		if tt.inst == nil {
 			r.traceUnsupported = tt.unsupported
-			r.log.Info("Timer trace unsupported; windows use their edges' timer paths", "reason", tt.unsupported)
 		}
 	}
 	if err := r.ch.Apply(settings); err != nil {
