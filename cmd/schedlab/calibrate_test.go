@@ -30,13 +30,12 @@ spec:
     - {name: hogs, tasks: 2, pattern: {type: Hog}}
 `
 
-// schedlab calibrate reads a 'schedlab run' report, fits the background
-// load that took 5% of two hogs' CPU, and writes the calibration file and
-// a ConfigMap manifest the controller can read.
-func TestCalibrateCommand(t *testing.T) {
-	dir := t.TempDir()
-	spec := filepath.Join(dir, "hogs.yaml")
-	if err := os.WriteFile(spec, []byte(calibHogsSpec), 0o644); err != nil {
+// writeCalibInputs writes the manifest and a 'schedlab run' report of it
+// into dir: two hogs measured at 1.9 CPUs on a 2-CPU EEVDF node.
+func writeCalibInputs(t *testing.T, dir, manifest string) (spec, run string) {
+	t.Helper()
+	spec = filepath.Join(dir, "hogs.yaml")
+	if err := os.WriteFile(spec, []byte(manifest), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	rep := experiment.Report{Variants: []experiment.VariantReport{{
@@ -45,10 +44,19 @@ func TestCalibrateCommand(t *testing.T) {
 			Measured: &v1alpha1.MeasuredMetrics{Metrics: v1alpha1.Metrics{CPU: 1.9, CPUPerTask: 0.95, Share: 1}, N: 3}}},
 	}}}
 	b, _ := json.Marshal(rep)
-	run := filepath.Join(dir, "run.json")
+	run = filepath.Join(dir, "run.json")
 	if err := os.WriteFile(run, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	return spec, run
+}
+
+// schedlab calibrate reads a 'schedlab run' report, fits the background
+// load that took 5% of two hogs' CPU, and writes the calibration file and
+// a ConfigMap manifest the controller can read.
+func TestCalibrateCommand(t *testing.T) {
+	dir := t.TempDir()
+	spec, run := writeCalibInputs(t, dir, calibHogsSpec)
 	out := calibrateOutputs{dir: filepath.Join(dir, "out"), namespace: "ops", format: outputTable}
 	calFile, cmFile := filepath.Join(out.dir, calibrationFileName), filepath.Join(out.dir, calibrationConfigMapFileName)
 	var printed strings.Builder
@@ -94,24 +102,11 @@ func TestCalibrateCommand(t *testing.T) {
 // run does, not as the cluster's API would.
 func TestCalibrateLocalManifest(t *testing.T) {
 	dir := t.TempDir()
-	spec := filepath.Join(dir, "hogs.yaml")
 	local := strings.Replace(calibHogsSpec, "  nodeSelector: {matchLabels: {a: b}}\n", "", 1)
 	if local == calibHogsSpec {
 		t.Fatal("the spec's nodeSelector line was not found")
 	}
-	if err := os.WriteFile(spec, []byte(local), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	rep := experiment.Report{Variants: []experiment.VariantReport{{
-		Name: "stock", Node: experiment.NodeReport{CPUs: 2, Scheduler: "EEVDF"},
-		Groups: []experiment.GroupReport{{Name: "hogs", Tasks: 2,
-			Measured: &v1alpha1.MeasuredMetrics{Metrics: v1alpha1.Metrics{CPU: 1.9, CPUPerTask: 0.95, Share: 1}, N: 3}}},
-	}}}
-	b, _ := json.Marshal(rep)
-	run := filepath.Join(dir, "run.json")
-	if err := os.WriteFile(run, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	spec, run := writeCalibInputs(t, dir, local)
 	out := calibrateOutputs{dir: filepath.Join(dir, "out"), format: outputTable}
 	if err := calibrate(context.Background(), io.Discard, []string{spec}, []string{run}, out, "", experiment.CalibrateOptions{}); err != nil {
 		t.Fatalf("calibrate refused a manifest schedlab run accepts: %v", err)
